@@ -1,0 +1,1 @@
+//! `strata-broker`: the Kafka protocol server.
