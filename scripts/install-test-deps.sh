@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Installs everything Strata's test command needs beyond the Rust toolchain:
+#   - kcat (librdkafka's command-line client) and a JDK (javac) from Debian packages,
+#   - a Python venv in .test-deps/venv with pytest, confluent-kafka and kafka-python,
+#   - the Java Kafka client 3.9.1 and its codec jars in .test-deps/jars
+#     (taken from the shigawire-apache-flink-libraries wheel, which ships them),
+#   - the rustfmt and clippy components.
+# Idempotent: each step checks first and does nothing when already done, so a
+# second run takes a second or two.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DEPS="$ROOT/.test-deps"
+VENV="$DEPS/venv"
+JARS="$DEPS/jars"
+
+PY_REQUIREMENTS=(
+  "pytest>=8,<9"
+  "confluent-kafka==2.16.1"
+  "kafka-python==3.0.12"
+)
+JAR_WHEEL="shigawire-apache-flink-libraries==2.0.0.post1"
+# Jars needed by the Java client tests: the client itself, its codecs and its logging API.
+JAR_NAMES=(kafka-clients.jar lz4-java.jar snappy-java.jar zstd-jni.jar slf4j-api.jar)
+
+log() { printf 'install-test-deps: %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    log "need root for: $*"
+    return 1
+  fi
+}
+
+apt_lists_present() {
+  compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null
+}
+
+# Installs Debian packages, running `apt-get update` only when the package lists are
+# missing or the first attempt fails (stale lists).
+apt_install() {
+  if ! apt_lists_present; then
+    log "apt-get update (no package lists yet)"
+    as_root apt-get update -qq
+  fi
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; then
+    log "apt-get install failed; refreshing package lists and retrying"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  fi
+}
+
+install_debian_packages() {
+  local want=()
+  if ! command -v kcat >/dev/null 2>&1 && ! command -v kafkacat >/dev/null 2>&1; then
+    want+=(kcat)
+  fi
+  if ! command -v javac >/dev/null 2>&1; then
+    want+=(openjdk-17-jdk-headless)
+  fi
+  if [ "${#want[@]}" -eq 0 ]; then
+    return
+  fi
+  log "installing Debian packages: ${want[*]}"
+  if ! apt_install "${want[@]}"; then
+    # Older Debian releases only know librdkafka's CLI under its former name.
+    want=("${want[@]/kcat/kafkacat}")
+    apt_install "${want[@]}"
+  fi
+}
+
+install_python_packages() {
+  local stamp="$VENV/.strata-requirements"
+  local wanted
+  wanted=$(printf '%s\n' "${PY_REQUIREMENTS[@]}")
+  if [ -x "$VENV/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+    return
+  fi
+  log "creating Python venv in ${VENV#"$ROOT"/}"
+  mkdir -p "$DEPS"
+  python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_REQUIREMENTS[@]}"
+  printf '%s\n' "$wanted" >"$stamp"
+}
+
+install_jars() {
+  local stamp="$JARS/.strata-source"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$JAR_WHEEL" ]; then
+    local missing=0 name
+    for name in "${JAR_NAMES[@]}"; do
+      [ -f "$JARS/$name" ] || missing=1
+    done
+    [ "$missing" -eq 0 ] && return
+  fi
+  log "fetching the Java Kafka client jars ($JAR_WHEEL)"
+  local tmp
+  tmp=$(mktemp -d)
+  "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+    -d "$tmp" "$JAR_WHEEL"
+  mkdir -p "$JARS"
+  "$VENV/bin/python" - "$tmp" "$JARS" "${JAR_NAMES[@]}" <<'PY'
+import pathlib, sys, zipfile
+
+tmp, dest, names = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3:]
+wheels = list(tmp.glob("*.whl"))
+if len(wheels) != 1:
+    sys.exit(f"expected one wheel in {tmp}, found {wheels}")
+with zipfile.ZipFile(wheels[0]) as wheel:
+    for name in names:
+        member = f"pyflink/lib/{name}"
+        try:
+            data = wheel.read(member)
+        except KeyError:
+            sys.exit(f"{member} is not in {wheels[0].name}")
+        (dest / name).write_bytes(data)
+PY
+  rm -rf "$tmp"
+  printf '%s\n' "$JAR_WHEEL" >"$stamp"
+}
+
+install_rust_components() {
+  local installed
+  installed=$(rustup component list --installed 2>/dev/null || true)
+  local want=()
+  grep -q '^rustfmt' <<<"$installed" || want+=(rustfmt)
+  grep -q '^clippy' <<<"$installed" || want+=(clippy)
+  if [ "${#want[@]}" -gt 0 ]; then
+    log "adding Rust components: ${want[*]}"
+    rustup component add "${want[@]}"
+  fi
+}
+
+install_debian_packages
+install_python_packages
+install_jars
+install_rust_components
