@@ -9,8 +9,12 @@
 //!
 //! - [`types`]: newtypes for offsets, positions, epochs, producer ids.
 //! - [`batch`]: the record-batch view, validation, compression, legacy formats.
+//! - [`format`]: every file and directory name (Kafka `LogFileUtils`).
+//! - [`fs`]: atomic file replacement and directory fsync.
 
 pub mod batch;
+pub mod format;
+pub mod fs;
 pub mod types;
 
 pub use types::{
