@@ -11,8 +11,12 @@
 //! - [`batch`]: the record-batch view, validation, compression, legacy formats.
 //! - [`format`]: every file and directory name (Kafka `LogFileUtils`).
 //! - [`fs`]: atomic file replacement and directory fsync.
+//! - [`clock`]: injected wall and monotonic time ([`MockClock`] for tests).
+//! - [`config`]: topic-level configuration with Kafka's names and defaults.
 
 pub mod batch;
+pub mod clock;
+pub mod config;
 pub mod format;
 pub mod fs;
 pub mod types;
@@ -21,3 +25,5 @@ pub use types::{
     LeaderEpoch, Offset, Position, ProducerEpoch, ProducerId, RelativeOffset, Timestamp,
     TopicPartition,
 };
+pub use clock::{Clock, MockClock, SharedClock, SystemClock};
+pub use config::{CleanupPolicy, ConfigDef, ConfigError, ConfigType, LogConfig};
