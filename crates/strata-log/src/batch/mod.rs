@@ -26,9 +26,11 @@
 
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
+pub mod compression;
 mod error;
+pub mod varint;
 
-pub use error::BatchError;
+pub use error::{BatchError, ControlFault, DecompressionFault, ErrorClass, RecordFault};
 
 /// Bytes before the `Length` field is counted: BaseOffset + Length.
 pub const LOG_OVERHEAD: usize = 12;
@@ -215,7 +217,9 @@ impl<'a> BatchView<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<BatchView<'a>, BatchError> {
         let prefix = BatchPrefix::parse(bytes)?;
         if prefix.magic != MAGIC_V2 {
-            return Err(BatchError::UnsupportedMagic { magic: prefix.magic });
+            return Err(BatchError::UnsupportedMagic {
+                magic: prefix.magic,
+            });
         }
         let size = prefix.total_size();
         if size < RECORD_BATCH_OVERHEAD {
