@@ -27,10 +27,14 @@
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
 pub mod compression;
+mod control;
 mod error;
+mod record;
 pub mod varint;
 
+pub use control::{ControlRecordType, EndTransactionMarker};
 pub use error::{BatchError, ControlFault, DecompressionFault, ErrorClass, RecordFault};
+pub use record::{Header, Headers, OwnedRecord, Record, RecordHeader, RecordIter};
 
 /// Bytes before the `Length` field is counted: BaseOffset + Length.
 pub const LOG_OVERHEAD: usize = 12;
