@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The one test command for Strata (README; CI runs exactly this via .ci/run):
+#   1. install test dependencies (scripts/install-test-deps.sh; fast when already there)
+#   2. cargo fmt --check
+#   3. cargo clippy on every target, warnings denied
+#   4. one optimized build of the workspace with debug assertions and overflow checks on,
+#      shared by the Rust tests and the broker binary the client tests start
+#   5. cargo test on the workspace (the fuzz crate and bench/rawfetch are separate workspaces)
+#   6. the real-client suite: pytest tests/clients against target/release/strata
+# Exits non-zero on the first failing step and always prints a one-line summary.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+# Release speed for the client tests, but keep the checks a debug build would make.
+export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true
+export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+START=$SECONDS
+CURRENT=""
+TIMINGS=()
+
+summary() {
+  local code=$?
+  local total=$((SECONDS - START))
+  if [ "$code" -eq 0 ]; then
+    printf '\ntest.sh: PASS in %ds (%s)\n' "$total" "${TIMINGS[*]}"
+  else
+    printf '\ntest.sh: FAIL at step "%s" (exit %d) after %ds (%s)\n' "$CURRENT" "$code" "$total" "${TIMINGS[*]:-}"
+  fi
+}
+trap summary EXIT
+
+step() {
+  local name=$1
+  shift
+  CURRENT=$name
+  printf '\n==> %s: %s\n' "$name" "$*"
+  local t0=$SECONDS
+  "$@"
+  TIMINGS+=("$name $((SECONDS - t0))s")
+}
+
+step deps scripts/install-test-deps.sh
+step fmt cargo fmt --all -- --check
+step clippy cargo clippy --workspace --all-targets -- -D warnings
+step build cargo build --workspace --release --bins
+step rust-tests cargo test --workspace --release
+step client-tests env STRATA_BIN="$TARGET_DIR/release/strata" \
+  .test-deps/venv/bin/python -m pytest tests/clients -q
+CURRENT=done

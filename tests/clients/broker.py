@@ -1,0 +1,127 @@
+"""Starts and stops a real `strata serve` process for the client tests.
+
+Each broker listens on a free loopback port, keeps its log under a directory the
+caller owns (so a test can restart a broker on the same data) and writes its
+output to a log file that the suite attaches to failing test reports.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+
+
+class BrokerError(RuntimeError):
+    """The broker process did not start or stop as expected."""
+
+
+def free_port() -> int:
+    """Returns a loopback TCP port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def port_accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class StrataBroker:
+    """One `strata serve` process; start/stop/kill may be repeated on the same log dir."""
+
+    def __init__(self, binary: Path, log_dir: Path, output_dir: Path, overrides: dict[str, str] | None = None):
+        self.binary = binary
+        self.log_dir = log_dir
+        self.output_dir = output_dir
+        self.overrides = dict(overrides or {})
+        self.port: int | None = None
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+        self.output_files: list[Path] = []
+
+    @property
+    def bootstrap(self) -> str:
+        if self.port is None:
+            raise BrokerError("broker has not been started")
+        return f"127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        settings = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.log_dir),
+            **self.overrides,
+        }
+        cmd = [str(self.binary), "serve"]
+        for key, value in settings.items():
+            cmd += ["--override", f"{key}={value}"]
+        return cmd
+
+    def start(self) -> "StrataBroker":
+        if self.process is not None and self.process.poll() is None:
+            raise BrokerError("broker is already running")
+        self.port = free_port()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.starts += 1
+        out_path = self.output_dir / f"strata-{self.starts}.log"
+        self.output_files.append(out_path)
+        env = dict(os.environ)
+        env.setdefault("RUST_LOG", "info")
+        env.setdefault("RUST_BACKTRACE", "1")
+        with open(out_path, "wb") as out:
+            self.process = subprocess.Popen(
+                self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                raise BrokerError(f"strata serve exited with code {code} before listening:\n{self.output_tail()}")
+            if port_accepts(self.port):
+                return self
+            time.sleep(0.05)
+        self.kill()
+        raise BrokerError(f"strata serve did not accept connections within {READY_TIMEOUT_S}s:\n{self.output_tail()}")
+
+    def stop(self) -> int:
+        """Clean shutdown (SIGTERM); returns the exit code. Kills the process if it hangs."""
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise BrokerError(f"strata serve ignored SIGTERM for {STOP_TIMEOUT_S}s:\n{self.output_tail()}")
+
+    def kill(self) -> None:
+        """Crash the broker: SIGKILL, no chance to flush or clean up."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def output_tail(self, max_bytes: int = 20_000) -> str:
+        parts = []
+        for path in self.output_files:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if len(data) > max_bytes:
+                data = b"...\n" + data[-max_bytes:]
+            parts.append(f"--- {path.name} ---\n{data.decode(errors='replace')}")
+        return "\n".join(parts)

@@ -1,0 +1,120 @@
+"""Shared record fixtures and checks for the client tests.
+
+Every test produces records built by `make_records` and checks what comes back with
+`assert_records`: same key, value, headers and timestamp, in order, at consecutive
+offsets. The Java programs build the same records from the same (prefix, count,
+base timestamp) so Python can check them too.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+# A fixed CreateTime in the past (2024-01-01T00:00:00Z) keeps timestamps deterministic and
+# far from "now", so a broker that stamps its own time instead is caught.
+BASE_TIMESTAMP_MS = 1_704_067_200_000
+
+ADMIN_TIMEOUT_S = 30.0
+CONSUME_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Record:
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]] = field(default_factory=list)
+    timestamp: int | None = None
+    offset: int | None = None
+
+
+def make_records(prefix: str, count: int, base_ts: int = BASE_TIMESTAMP_MS, value_pad: int = 0) -> list[Record]:
+    """Records `prefix-key-i` / `prefix-value-i` with header `h=prefix-h-i`, CreateTime base_ts+i."""
+    pad = "x" * value_pad
+    return [
+        Record(
+            key=f"{prefix}-key-{i}".encode(),
+            value=f"{prefix}-value-{i}{pad}".encode(),
+            headers=[("h", f"{prefix}-h-{i}".encode())],
+            timestamp=base_ts + i,
+        )
+        for i in range(count)
+    ]
+
+
+def assert_records(got: list[Record], expected: list[Record], first_offset: int = 0) -> None:
+    """Checks got == expected in order, each at offset first_offset + index."""
+    assert len(got) == len(expected), f"got {len(got)} records, expected {len(expected)}"
+    for i, (g, e) in enumerate(zip(got, expected)):
+        where = f"record {i} (offset {g.offset})"
+        assert g.offset == first_offset + i, f"{where}: expected offset {first_offset + i}"
+        assert g.key == e.key, f"{where}: key {g.key!r} != {e.key!r}"
+        assert g.value == e.value, f"{where}: value {g.value!r} != {e.value!r}"
+        assert list(g.headers) == list(e.headers), f"{where}: headers {g.headers!r} != {e.headers!r}"
+        if e.timestamp is not None:
+            assert g.timestamp == e.timestamp, f"{where}: timestamp {g.timestamp} != {e.timestamp}"
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
+    """Creates a topic through CreateTopics and waits until Metadata shows its leaders."""
+    client = admin(bootstrap)
+    futures = client.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
+        operation_timeout=ADMIN_TIMEOUT_S,
+    )
+    futures[name].result(timeout=ADMIN_TIMEOUT_S)
+    deadline = time.monotonic() + ADMIN_TIMEOUT_S
+    while True:
+        meta = client.list_topics(topic=name, timeout=ADMIN_TIMEOUT_S)
+        topic = meta.topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+            if all(p.leader >= 0 for p in topic.partitions.values()):
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topic {name} not ready in metadata: {topic}")
+        time.sleep(0.1)
+
+
+def consume_confluent(
+    bootstrap: str, topic: str, count: int, partition: int = 0, start_offset: int = 0,
+    timeout_s: float = CONSUME_TIMEOUT_S, extra: dict | None = None,
+) -> list[Record]:
+    """Reads `count` records with librdkafka from a manually assigned partition."""
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"strata-test-{topic}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": False,
+        **(extra or {}),
+    }
+    consumer = Consumer(conf)
+    try:
+        consumer.assign([TopicPartition(topic, partition, start_offset)])
+        out: list[Record] = []
+        deadline = time.monotonic() + timeout_s
+        while len(out) < count and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=min(1000, count - len(out)), timeout=0.5):
+                if msg.error():
+                    raise KafkaException(msg.error())
+                _, ts = msg.timestamp()
+                out.append(Record(msg.key(), msg.value(), list(msg.headers() or []), ts, msg.offset()))
+        return out
+    finally:
+        consumer.close()
+
+
+def end_offset(bootstrap: str, topic: str, partition: int = 0) -> int:
+    """The partition's log end offset (high watermark) via ListOffsets."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"strata-test-eo-{topic}"})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=ADMIN_TIMEOUT_S)
+        return high
+    finally:
+        consumer.close()
