@@ -26,15 +26,23 @@
 
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
+mod builder;
 pub mod compression;
 mod control;
 mod error;
 mod record;
+mod validate;
 pub mod varint;
 
+pub use builder::{build_end_txn_marker, BatchBuilder, BuildError};
 pub use control::{ControlRecordType, EndTransactionMarker};
 pub use error::{BatchError, ControlFault, DecompressionFault, ErrorClass, RecordFault};
 pub use record::{Header, Headers, OwnedRecord, Record, RecordHeader, RecordIter};
+pub use validate::{
+    assign_offsets_in_place, validate_batch, validate_batch_deep, validate_batch_deep_with,
+    validate_client_records, validate_client_records_with, AppendValidation, ValidatedBatch,
+    ValidatedRecords,
+};
 
 /// Bytes before the `Length` field is counted: BaseOffset + Length.
 pub const LOG_OVERHEAD: usize = 12;
