@@ -13,12 +13,14 @@
 //! - [`fs`]: atomic file replacement and directory fsync.
 //! - [`clock`]: injected wall and monotonic time ([`MockClock`] for tests).
 //! - [`config`]: topic-level configuration with Kafka's names and defaults.
+//! - [`index`]: the memory-mapped `.index` and `.timeindex` files and the `.txnindex`.
 
 pub mod batch;
 pub mod clock;
 pub mod config;
 pub mod format;
 pub mod fs;
+pub mod index;
 pub mod types;
 
 pub use types::{

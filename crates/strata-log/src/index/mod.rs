@@ -1,0 +1,506 @@
+//! The per-segment index files: `.index`, `.timeindex` and `.txnindex`.
+//!
+//! The offset and time indexes are Kafka's `AbstractIndex` family: fixed-size
+//! big-endian entries in a memory-mapped file that is preallocated to
+//! `segment.index.bytes` while the segment is active and trimmed to the valid
+//! entries when it is rolled or closed. [`IndexFile`] is the shared part (file
+//! sizing, mapping, entry count); [`OffsetIndex`] and [`TimeIndex`] give the
+//! entries meaning; [`search`] is the cache-friendly binary search both use.
+//! The transaction index ([`TransactionIndex`]) is a plain append-only file.
+//!
+//! None of these types lock internally: reads take `&self`, mutations
+//! `&mut self`, and the owning segment decides how to share them.
+
+mod offset;
+pub(crate) mod search;
+mod time;
+mod txn;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use memmap2::{Mmap, MmapMut, MmapOptions};
+use thiserror::Error;
+
+use crate::types::{Offset, Position, Timestamp};
+
+pub use offset::{OffsetIndex, OffsetPosition};
+pub use time::{TimeIndex, TimestampOffset};
+pub use txn::{AbortedTxn, TransactionIndex, TxnIndexSearchResult};
+
+/// What an index was doing when an I/O error struck.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexOp {
+    Open,
+    Map,
+    Resize,
+    Flush,
+    Rename,
+    Delete,
+    Read,
+    Write,
+    Truncate,
+}
+
+impl fmt::Display for IndexOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            IndexOp::Open => "open",
+            IndexOp::Map => "memory-map",
+            IndexOp::Resize => "resize",
+            IndexOp::Flush => "flush",
+            IndexOp::Rename => "rename",
+            IndexOp::Delete => "delete",
+            IndexOp::Read => "read",
+            IndexOp::Write => "write",
+            IndexOp::Truncate => "truncate",
+        };
+        f.write_str(s)
+    }
+}
+
+/// How an index file was found to be corrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum IndexCorruption {
+    /// Kafka's check: a non-empty index whose last offset is below the base.
+    #[error("last offset {last_offset} is below the base offset {base_offset}")]
+    LastOffsetBelowBase {
+        last_offset: Offset,
+        base_offset: Offset,
+    },
+    /// Kafka's check: the file length is not a whole number of entries.
+    #[error("length {length} is not a multiple of the {entry_size}-byte entry size")]
+    LengthNotMultiple { length: u64, entry_size: usize },
+    /// Kafka's check (time index): the last timestamp is below the first.
+    #[error("last timestamp {last:?} is below the first timestamp {first:?}")]
+    LastTimestampBelowFirst { first: Timestamp, last: Timestamp },
+    /// Strata's addition: entry `slot`'s offset does not increase past the
+    /// previous entry's. Kafka never writes this, but a preallocated index
+    /// left untrimmed by a crash ends in zero slots that decode this way.
+    #[error("entry {slot} has offset {offset}, not above the previous entry's {previous}")]
+    OffsetNotIncreasing {
+        slot: usize,
+        previous: Offset,
+        offset: Offset,
+    },
+    /// Strata's addition (time index): timestamps must strictly increase.
+    #[error("entry {slot} has timestamp {timestamp:?}, not above the previous {previous:?}")]
+    TimestampNotIncreasing {
+        slot: usize,
+        previous: Timestamp,
+        timestamp: Timestamp,
+    },
+    /// Strata's addition (offset index): positions never decrease.
+    #[error("entry {slot} has position {position}, below the previous {previous}")]
+    PositionDecreasing {
+        slot: usize,
+        previous: Position,
+        position: Position,
+    },
+    /// Kafka's txn-index check: an aborted transaction ends below the
+    /// segment's base offset.
+    #[error("aborted transaction ending at {last_offset} is below the base offset {base_offset}")]
+    AbortedTxnBelowBase {
+        last_offset: Offset,
+        base_offset: Offset,
+    },
+    /// An aborted-transaction record with a version newer than 0.
+    #[error("aborted transaction at byte {position} has unsupported version {version}")]
+    UnsupportedTxnVersion { version: i16, position: u64 },
+}
+
+/// Errors from the index files. Every variant names the file.
+#[derive(Debug, Error)]
+pub enum IndexError {
+    #[error("cannot {op} index {path}")]
+    Io {
+        path: PathBuf,
+        op: IndexOp,
+        #[source]
+        source: io::Error,
+    },
+    /// Kafka: IllegalArgumentException "Attempt to append to a full index".
+    #[error("index {path} is full ({entries} entries)")]
+    Full { path: PathBuf, entries: usize },
+    /// Kafka: InvalidOffsetException.
+    #[error("offset {offset} is not larger than the last offset {last} in index {path}")]
+    InvalidOffset {
+        path: PathBuf,
+        offset: Offset,
+        last: Offset,
+    },
+    /// Kafka: IllegalStateException from `TimeIndex.maybeAppend`.
+    #[error("timestamp {timestamp:?} is below the last timestamp {last:?} in time index {path}")]
+    TimestampRegression {
+        path: PathBuf,
+        timestamp: Timestamp,
+        last: Timestamp,
+    },
+    /// Kafka: IndexOffsetOverflowException.
+    #[error("offset {offset} cannot be stored relative to base offset {base_offset} in {path}")]
+    OffsetOverflow {
+        path: PathBuf,
+        offset: Offset,
+        base_offset: Offset,
+    },
+    /// A `.log` position beyond Kafka's int32 range.
+    #[error("position {position} does not fit an index entry in {path}")]
+    PositionOverflow { path: PathBuf, position: Position },
+    /// `segment.index.bytes` smaller than one entry when creating the file.
+    #[error(
+        "max index size {max_index_size} for {path} is smaller than one {entry_size}-byte entry"
+    )]
+    InvalidMaxIndexSize {
+        path: PathBuf,
+        max_index_size: usize,
+        entry_size: usize,
+    },
+    #[error("index {path} was opened read-only")]
+    ReadOnly { path: PathBuf },
+    #[error("cannot resize index {path} to {new_size} bytes while it holds {entries} entries")]
+    ResizeBelowEntries {
+        path: PathBuf,
+        new_size: usize,
+        entries: usize,
+    },
+    /// Kafka: IllegalArgumentException from `TransactionIndex.append`.
+    #[error("aborted transaction ending at {last_offset} is not after {previous} in {path}")]
+    TxnOutOfOrder {
+        path: PathBuf,
+        last_offset: Offset,
+        previous: Offset,
+    },
+    /// Kafka: CorruptIndexException.
+    #[error("corrupt index {path}: {reason}")]
+    Corrupt {
+        path: PathBuf,
+        reason: IndexCorruption,
+    },
+}
+
+impl IndexError {
+    pub(crate) fn io(path: &Path, op: IndexOp, source: io::Error) -> IndexError {
+        IndexError::Io {
+            path: path.to_path_buf(),
+            op,
+            source,
+        }
+    }
+
+    /// The corruption reason, if this is [`IndexError::Corrupt`].
+    pub fn corruption(&self) -> Option<IndexCorruption> {
+        match self {
+            IndexError::Corrupt { reason, .. } => Some(*reason),
+            _ => None,
+        }
+    }
+}
+
+/// Read a big-endian `i32` at byte `pos`.
+#[inline]
+pub(crate) fn be_i32(bytes: &[u8], pos: usize) -> i32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&bytes[pos..pos + 4]);
+    i32::from_be_bytes(b)
+}
+
+/// Read a big-endian `i64` at byte `pos`.
+#[inline]
+pub(crate) fn be_i64(bytes: &[u8], pos: usize) -> i64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[pos..pos + 8]);
+    i64::from_be_bytes(b)
+}
+
+enum Map {
+    Rw(MmapMut),
+    Ro(Mmap),
+}
+
+/// The memory-mapped file behind an offset or time index (Kafka
+/// `AbstractIndex`): sizing, the mapping and the entry count.
+///
+/// Invariants: `length` is the file length; the mapping covers exactly
+/// `length` bytes; `max_entries = length / entry_size`; `entries <=
+/// max_entries`; entries occupy bytes `[0, entries * entry_size)`.
+pub(crate) struct IndexFile {
+    path: PathBuf,
+    base_offset: Offset,
+    max_index_size: usize,
+    writable: bool,
+    entry_size: usize,
+    map: Map,
+    length: usize,
+    max_entries: usize,
+    entries: usize,
+}
+
+impl IndexFile {
+    /// Open or create the file as Kafka does.
+    ///
+    /// A missing file is created (when `writable`) with length
+    /// `max_index_size` rounded down to whole entries and 0 entries. An
+    /// existing file is taken as it is: every whole slot counts as an entry,
+    /// including a zero-filled preallocated tail (see `sanity_check`).
+    pub(crate) fn open(
+        path: &Path,
+        base_offset: Offset,
+        max_index_size: usize,
+        writable: bool,
+        entry_size: usize,
+    ) -> Result<IndexFile, IndexError> {
+        let (file, newly_created) = if writable {
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(path)
+            {
+                Ok(f) => (f, true),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (
+                    OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(path)
+                        .map_err(|e| IndexError::io(path, IndexOp::Open, e))?,
+                    false,
+                ),
+                Err(e) => return Err(IndexError::io(path, IndexOp::Open, e)),
+            }
+        } else {
+            let f = File::open(path).map_err(|e| IndexError::io(path, IndexOp::Open, e))?;
+            (f, false)
+        };
+        if newly_created {
+            if max_index_size < entry_size {
+                let _ = fs::remove_file(path);
+                return Err(IndexError::InvalidMaxIndexSize {
+                    path: path.to_path_buf(),
+                    max_index_size,
+                    entry_size,
+                });
+            }
+            let len = round_down(max_index_size, entry_size);
+            file.set_len(len as u64)
+                .map_err(|e| IndexError::io(path, IndexOp::Resize, e))?;
+        }
+        let length = file
+            .metadata()
+            .map_err(|e| IndexError::io(path, IndexOp::Open, e))?
+            .len() as usize;
+        let map = map_file(&file, path, length, writable)?;
+        let max_entries = length / entry_size;
+        let entries = if newly_created { 0 } else { max_entries };
+        Ok(IndexFile {
+            path: path.to_path_buf(),
+            base_offset,
+            max_index_size,
+            writable,
+            entry_size,
+            map,
+            length,
+            max_entries,
+            entries,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn base_offset(&self) -> Offset {
+        self.base_offset
+    }
+
+    pub(crate) fn entries(&self) -> usize {
+        self.entries
+    }
+
+    pub(crate) fn max_entries(&self) -> usize {
+        self.max_entries
+    }
+
+    pub(crate) fn length(&self) -> usize {
+        self.length
+    }
+
+    pub(crate) fn max_index_size(&self) -> usize {
+        self.max_index_size
+    }
+
+    /// The mapped bytes (the whole file).
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match &self.map {
+            Map::Rw(m) => m,
+            Map::Ro(m) => m,
+        }
+    }
+
+    /// Bytes of slot `n`.
+    #[inline]
+    pub(crate) fn slot(&self, n: usize) -> &[u8] {
+        let start = n * self.entry_size;
+        &self.bytes()[start..start + self.entry_size]
+    }
+
+    /// Relative form of `offset`, or [`IndexError::OffsetOverflow`].
+    pub(crate) fn relative_offset(&self, offset: Offset) -> Result<i32, IndexError> {
+        match offset.relative_to(self.base_offset) {
+            Some(r) => Ok(r.0 as i32),
+            None => Err(IndexError::OffsetOverflow {
+                path: self.path.clone(),
+                offset,
+                base_offset: self.base_offset,
+            }),
+        }
+    }
+
+    /// Write `entry` into the next slot and count it.
+    pub(crate) fn push(&mut self, entry: &[u8]) -> Result<(), IndexError> {
+        debug_assert_eq!(entry.len(), self.entry_size);
+        if self.entries >= self.max_entries {
+            return Err(IndexError::Full {
+                path: self.path.clone(),
+                entries: self.entries,
+            });
+        }
+        let start = self.entries * self.entry_size;
+        match &mut self.map {
+            Map::Rw(m) => m[start..start + entry.len()].copy_from_slice(entry),
+            Map::Ro(_) => {
+                return Err(IndexError::ReadOnly {
+                    path: self.path.clone(),
+                })
+            }
+        }
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Forget entries past `entries` (the bytes stay until overwritten).
+    pub(crate) fn truncate_to_entries(&mut self, entries: usize) {
+        self.entries = entries.min(self.entries);
+    }
+
+    /// Kafka `resize`: set the file length to `new_size` rounded down to
+    /// whole entries and remap, keeping the entry count. Returns whether the
+    /// length changed.
+    pub(crate) fn resize(&mut self, new_size: usize) -> Result<bool, IndexError> {
+        let rounded = round_down(new_size, self.entry_size);
+        if rounded == self.length {
+            return Ok(false);
+        }
+        if rounded < self.entries * self.entry_size {
+            return Err(IndexError::ResizeBelowEntries {
+                path: self.path.clone(),
+                new_size: rounded,
+                entries: self.entries,
+            });
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(|e| IndexError::io(&self.path, IndexOp::Resize, e))?;
+        file.set_len(rounded as u64)
+            .map_err(|e| IndexError::io(&self.path, IndexOp::Resize, e))?;
+        // Linux lets a mapped file change length; the old mapping is dropped
+        // here, before anything reads through it again.
+        self.map = map_file(&file, &self.path, rounded, self.writable)?;
+        self.length = rounded;
+        self.max_entries = rounded / self.entry_size;
+        Ok(true)
+    }
+
+    /// Kafka `trimToValidSize`: shrink the file to the valid entries.
+    pub(crate) fn trim_to_valid_size(&mut self) -> Result<bool, IndexError> {
+        self.resize(self.entries * self.entry_size)
+    }
+
+    /// msync the mapping (Kafka `flush`, `MappedByteBuffer.force`).
+    pub(crate) fn flush(&self) -> Result<(), IndexError> {
+        match &self.map {
+            Map::Rw(m) => m
+                .flush()
+                .map_err(|e| IndexError::io(&self.path, IndexOp::Flush, e)),
+            Map::Ro(_) => Ok(()),
+        }
+    }
+
+    /// Rename the file. Like Kafka, the new path is adopted even if the
+    /// rename fails, so later operations address the intended name.
+    pub(crate) fn rename_to(&mut self, new_path: &Path) -> Result<(), IndexError> {
+        let result = fs::rename(&self.path, new_path);
+        let old = std::mem::replace(&mut self.path, new_path.to_path_buf());
+        result.map_err(|e| IndexError::io(&old, IndexOp::Rename, e))
+    }
+
+    /// Unmap and delete the file; `false` if it did not exist.
+    pub(crate) fn delete(self) -> Result<bool, IndexError> {
+        let path = self.path.clone();
+        drop(self);
+        delete_if_exists(&path)
+    }
+
+    /// Trim and unmap (Kafka `close`).
+    pub(crate) fn close(mut self) -> Result<(), IndexError> {
+        self.trim_to_valid_size()?;
+        Ok(())
+    }
+
+    /// Kafka's length check shared by both index types.
+    pub(crate) fn check_length(&self) -> Result<(), IndexError> {
+        if !self.length.is_multiple_of(self.entry_size) {
+            return Err(self.corrupt(IndexCorruption::LengthNotMultiple {
+                length: self.length as u64,
+                entry_size: self.entry_size,
+            }));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn corrupt(&self, reason: IndexCorruption) -> IndexError {
+        IndexError::Corrupt {
+            path: self.path.clone(),
+            reason,
+        }
+    }
+}
+
+pub(crate) fn delete_if_exists(path: &Path) -> Result<bool, IndexError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(IndexError::io(path, IndexOp::Delete, e)),
+    }
+}
+
+fn round_down(n: usize, factor: usize) -> usize {
+    factor * (n / factor)
+}
+
+fn map_file(file: &File, path: &Path, length: usize, writable: bool) -> Result<Map, IndexError> {
+    let opts = {
+        let mut o = MmapOptions::new();
+        o.len(length);
+        o
+    };
+    // SAFETY: the index file belongs to a partition directory of a log dir
+    // this process has locked (`.lock`); nothing else resizes or rewrites it
+    // while mapped, and this type never reads past `length`, the size the
+    // file was just set to or found at.
+    let map = unsafe {
+        if writable {
+            opts.map_mut(file).map(Map::Rw)
+        } else {
+            opts.map(file).map(Map::Ro)
+        }
+    };
+    map.map_err(|e| IndexError::io(path, IndexOp::Map, e))
+}

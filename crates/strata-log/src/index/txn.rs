@@ -1,0 +1,367 @@
+//! The transaction index (`.txnindex`, Kafka `TransactionIndex`): the aborted
+//! transactions whose ABORT marker landed in a segment, for READ_COMMITTED
+//! fetches and the cleaner.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::{delete_if_exists, IndexCorruption, IndexError, IndexOp};
+use crate::types::{Offset, ProducerId};
+
+/// Size of one [`AbortedTxn`] record.
+pub const ABORTED_TXN_SIZE: usize = 34;
+
+/// The only record version Kafka writes or accepts.
+pub const ABORTED_TXN_VERSION: i16 = 0;
+
+/// One aborted transaction.
+///
+/// Format: 34 bytes, big-endian:
+///
+/// ```text
+/// 0..2    version             i16  = 0
+/// 2..10   producer id         i64
+/// 10..18  first offset        i64  first offset of the transaction (may lie
+///                                  in an earlier segment)
+/// 18..26  last offset         i64  offset of the ABORT marker
+/// 26..34  last stable offset  i64  LSO when the abort was written
+/// ```
+///
+/// Kafka reads the version from byte 0 alone and rejects values above 0;
+/// [`AbortedTxn::decode`] does the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbortedTxn {
+    pub version: i16,
+    pub producer_id: ProducerId,
+    pub first_offset: Offset,
+    pub last_offset: Offset,
+    pub last_stable_offset: Offset,
+}
+
+impl AbortedTxn {
+    /// A version-0 record.
+    pub fn new(
+        producer_id: ProducerId,
+        first_offset: Offset,
+        last_offset: Offset,
+        last_stable_offset: Offset,
+    ) -> AbortedTxn {
+        AbortedTxn {
+            version: ABORTED_TXN_VERSION,
+            producer_id,
+            first_offset,
+            last_offset,
+            last_stable_offset,
+        }
+    }
+
+    /// The 34 bytes of this record.
+    pub fn encode(&self) -> [u8; ABORTED_TXN_SIZE] {
+        let mut b = [0u8; ABORTED_TXN_SIZE];
+        b[0..2].copy_from_slice(&self.version.to_be_bytes());
+        b[2..10].copy_from_slice(&self.producer_id.0.to_be_bytes());
+        b[10..18].copy_from_slice(&self.first_offset.0.to_be_bytes());
+        b[18..26].copy_from_slice(&self.last_offset.0.to_be_bytes());
+        b[26..34].copy_from_slice(&self.last_stable_offset.0.to_be_bytes());
+        b
+    }
+
+    /// Parse a record; `None` if its version is above 0.
+    pub fn decode(b: &[u8; ABORTED_TXN_SIZE]) -> Option<AbortedTxn> {
+        let version = b[0] as i8 as i16;
+        if version > ABORTED_TXN_VERSION {
+            return None;
+        }
+        let long = |at: usize| super::be_i64(b, at);
+        Some(AbortedTxn {
+            version,
+            producer_id: ProducerId(long(2)),
+            first_offset: Offset(long(10)),
+            last_offset: Offset(long(18)),
+            last_stable_offset: Offset(long(26)),
+        })
+    }
+}
+
+/// The answer to [`TransactionIndex::collect_aborted_txns`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnIndexSearchResult {
+    pub aborted: Vec<AbortedTxn>,
+    /// True once an entry's LSO reached the upper bound: later segments
+    /// cannot hold more relevant entries.
+    pub is_complete: bool,
+}
+
+/// A segment's `.txnindex`: [`AbortedTxn`] records appended in
+/// last-offset order, no header. The file is created on the first append;
+/// a trailing partial record is ignored when reading.
+pub struct TransactionIndex {
+    base_offset: Offset,
+    path: PathBuf,
+    file: Option<File>,
+    /// Last offset appended since opening; ordering is checked only against
+    /// these, as in Kafka.
+    last_offset: Option<Offset>,
+}
+
+impl TransactionIndex {
+    /// Open `path` if it exists; otherwise nothing is created until the
+    /// first append.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors opening an existing file.
+    pub fn open(path: &Path, base_offset: Offset) -> Result<TransactionIndex, IndexError> {
+        let mut index = TransactionIndex {
+            base_offset,
+            path: path.to_path_buf(),
+            file: None,
+            last_offset: None,
+        };
+        if path.exists() {
+            index.open_file()?;
+        }
+        Ok(index)
+    }
+
+    fn open_file(&mut self) -> Result<&File, IndexError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.path)
+            .map_err(|e| self.io(IndexOp::Open, e))?;
+        Ok(self.file.insert(file))
+    }
+
+    fn io(&self, op: IndexOp, e: io::Error) -> IndexError {
+        IndexError::io(&self.path, op, e)
+    }
+
+    fn len(&self, file: &File) -> Result<u64, IndexError> {
+        Ok(file
+            .metadata()
+            .map_err(|e| self.io(IndexOp::Read, e))?
+            .len())
+    }
+
+    /// Append `txn` at the end of the file, creating it if needed.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::TxnOutOfOrder`] if `txn.last_offset` is not above the
+    /// last offset appended since opening; I/O errors.
+    pub fn append(&mut self, txn: &AbortedTxn) -> Result<(), IndexError> {
+        if let Some(previous) = self.last_offset {
+            if previous >= txn.last_offset {
+                return Err(IndexError::TxnOutOfOrder {
+                    path: self.path.clone(),
+                    last_offset: txn.last_offset,
+                    previous,
+                });
+            }
+        }
+        if self.file.is_none() {
+            self.open_file()?;
+        }
+        let file = self.file.as_ref().expect("opened above");
+        let end = self.len(file)?;
+        file.write_all_at(&txn.encode(), end)
+            .map_err(|e| self.io(IndexOp::Write, e))?;
+        self.last_offset = Some(txn.last_offset);
+        Ok(())
+    }
+
+    /// Every whole record in the file with its byte position.
+    fn read_all(&self) -> Result<Vec<(u64, AbortedTxn)>, IndexError> {
+        let Some(file) = &self.file else {
+            return Ok(Vec::new());
+        };
+        let len = self.len(file)?;
+        let whole = (len / ABORTED_TXN_SIZE as u64) as usize * ABORTED_TXN_SIZE;
+        let mut buf = vec![0u8; whole];
+        file.read_exact_at(&mut buf, 0)
+            .map_err(|e| self.io(IndexOp::Read, e))?;
+        buf.chunks_exact(ABORTED_TXN_SIZE)
+            .enumerate()
+            .map(|(i, chunk)| {
+                let position = (i * ABORTED_TXN_SIZE) as u64;
+                let record: &[u8; ABORTED_TXN_SIZE] = chunk.try_into().expect("exact chunk");
+                AbortedTxn::decode(record)
+                    .map(|t| (position, t))
+                    .ok_or_else(|| IndexError::Corrupt {
+                        path: self.path.clone(),
+                        reason: IndexCorruption::UnsupportedTxnVersion {
+                            version: record[0] as i8 as i16,
+                            position,
+                        },
+                    })
+            })
+            .collect()
+    }
+
+    /// All records, in file order.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors; [`IndexCorruption::UnsupportedTxnVersion`].
+    pub fn all_aborted_txns(&self) -> Result<Vec<AbortedTxn>, IndexError> {
+        Ok(self.read_all()?.into_iter().map(|(_, t)| t).collect())
+    }
+
+    /// The aborted transactions overlapping a fetch from `fetch_offset` up to
+    /// `upper_bound_offset`: every record with `last_offset >= fetch_offset`
+    /// and `first_offset < upper_bound_offset`, stopping (complete) at the
+    /// first record whose LSO is `>= upper_bound_offset`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::all_aborted_txns`].
+    pub fn collect_aborted_txns(
+        &self,
+        fetch_offset: Offset,
+        upper_bound_offset: Offset,
+    ) -> Result<TxnIndexSearchResult, IndexError> {
+        let mut aborted = Vec::new();
+        for (_, txn) in self.read_all()? {
+            if txn.last_offset >= fetch_offset && txn.first_offset < upper_bound_offset {
+                aborted.push(txn);
+            }
+            if txn.last_stable_offset >= upper_bound_offset {
+                return Ok(TxnIndexSearchResult {
+                    aborted,
+                    is_complete: true,
+                });
+            }
+        }
+        Ok(TxnIndexSearchResult {
+            aborted,
+            is_complete: false,
+        })
+    }
+
+    /// Cut the file at the first record whose last offset is `>= offset`.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors; corrupt records before the cut.
+    pub fn truncate_to(&mut self, offset: Offset) -> Result<(), IndexError> {
+        let mut new_last = None;
+        for (position, txn) in self.read_all()? {
+            if txn.last_offset >= offset {
+                let file = self.file.as_ref().expect("records imply an open file");
+                file.set_len(position)
+                    .map_err(|e| self.io(IndexOp::Truncate, e))?;
+                self.last_offset = new_last;
+                return Ok(());
+            }
+            new_last = Some(txn.last_offset);
+        }
+        Ok(())
+    }
+
+    /// Empty the file (it is kept) and forget the last offset.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors.
+    pub fn reset(&mut self) -> Result<(), IndexError> {
+        if let Some(file) = &self.file {
+            file.set_len(0).map_err(|e| self.io(IndexOp::Truncate, e))?;
+        }
+        self.last_offset = None;
+        Ok(())
+    }
+
+    /// Kafka's check: no record ends below the segment's base offset.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexCorruption::AbortedTxnBelowBase`] or a read failure.
+    pub fn sanity_check(&self) -> Result<(), IndexError> {
+        for (_, txn) in self.read_all()? {
+            if txn.last_offset < self.base_offset {
+                return Err(IndexError::Corrupt {
+                    path: self.path.clone(),
+                    reason: IndexCorruption::AbortedTxnBelowBase {
+                        last_offset: txn.last_offset,
+                        base_offset: self.base_offset,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// fsync the file if it exists.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors.
+    pub fn flush(&self) -> Result<(), IndexError> {
+        match &self.file {
+            Some(file) => file.sync_all().map_err(|e| self.io(IndexOp::Flush, e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Close the file handle.
+    pub fn close(self) -> Result<(), IndexError> {
+        Ok(())
+    }
+
+    /// Close and delete the file; `false` if it did not exist.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors other than "not found".
+    pub fn delete(self) -> Result<bool, IndexError> {
+        let path = self.path.clone();
+        drop(self);
+        delete_if_exists(&path)
+    }
+
+    /// Rename the file if it exists; the new path is adopted either way (so
+    /// a never-materialised index is later created under the new name).
+    ///
+    /// # Errors
+    ///
+    /// The rename's I/O error.
+    pub fn rename_to(&mut self, new_path: &Path) -> Result<(), IndexError> {
+        let result = if self.path.exists() {
+            std::fs::rename(&self.path, new_path).map_err(|e| self.io(IndexOp::Rename, e))
+        } else {
+            Ok(())
+        };
+        self.path = new_path.to_path_buf();
+        result
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn base_offset(&self) -> Offset {
+        self.base_offset
+    }
+
+    /// True when no whole record is stored (including a missing file).
+    ///
+    /// # Errors
+    ///
+    /// I/O errors reading the file length.
+    pub fn is_empty(&self) -> Result<bool, IndexError> {
+        match &self.file {
+            Some(file) => Ok(self.len(file)? < ABORTED_TXN_SIZE as u64),
+            None => Ok(true),
+        }
+    }
+
+    /// Whether the file has been created.
+    pub fn exists(&self) -> bool {
+        self.file.is_some()
+    }
+}
