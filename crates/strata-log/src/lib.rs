@@ -14,8 +14,10 @@
 //! - [`clock`]: injected wall and monotonic time ([`MockClock`] for tests).
 //! - [`config`]: topic-level configuration with Kafka's names and defaults.
 //! - [`index`]: the memory-mapped `.index` and `.timeindex` files and the `.txnindex`.
+//! - [`checkpoint`]: Kafka's text checkpoint files (recovery point, log start, ...).
 
 pub mod batch;
+pub mod checkpoint;
 pub mod clock;
 pub mod config;
 pub mod format;
