@@ -30,6 +30,7 @@ mod builder;
 pub mod compression;
 mod control;
 mod error;
+mod legacy;
 mod record;
 mod validate;
 pub mod varint;
@@ -37,6 +38,9 @@ pub mod varint;
 pub use builder::{build_end_txn_marker, BatchBuilder, BuildError};
 pub use control::{ControlRecordType, EndTransactionMarker};
 pub use error::{BatchError, ControlFault, DecompressionFault, ErrorClass, RecordFault};
+pub use legacy::{
+    read_legacy_entry, LegacyEntry, LegacyRecord, LEGACY_V0_OVERHEAD, LEGACY_V1_OVERHEAD,
+};
 pub use record::{Header, Headers, OwnedRecord, Record, RecordHeader, RecordIter};
 pub use validate::{
     assign_offsets_in_place, validate_batch, validate_batch_deep, validate_batch_deep_with,
