@@ -201,13 +201,13 @@ impl<'a> LegacyEntry<'a> {
 
     /// `None` for magic 0.
     pub fn timestamp_type(&self) -> Option<TimestampType> {
-        (self.magic == MAGIC_V1).then(|| {
-            if self.attributes & 0x08 != 0 {
-                TimestampType::LogAppendTime
-            } else {
-                TimestampType::CreateTime
-            }
-        })
+        if self.magic != MAGIC_V1 {
+            None
+        } else if self.attributes & 0x08 != 0 {
+            Some(TimestampType::LogAppendTime)
+        } else {
+            Some(TimestampType::CreateTime)
+        }
     }
 
     fn as_record(&self) -> LegacyRecord {

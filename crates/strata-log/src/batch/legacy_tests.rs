@@ -183,8 +183,8 @@ fn v0_compressed_wrapper_has_absolute_offsets() {
 
 #[test]
 fn v0_lz4_with_kafkas_broken_header_checksum() {
-    let inner = vec![entry(0, 0, 0, 0, None, Some(b"old lz4"))];
-    let mut stream = compress(Compression::Lz4, &inner.concat());
+    let inner = entry(0, 0, 0, 0, None, Some(b"old lz4"));
+    let mut stream = compress(Compression::Lz4, &inner);
     // Kafka 0.8 hashed the frame magic together with the descriptor.
     stream[6] = (xxh32_short(&stream[0..6]) >> 8) as u8;
     assert!(decompress(Compression::Lz4, &stream, 1 << 20).is_err());
