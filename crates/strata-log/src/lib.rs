@@ -11,18 +11,28 @@
 //! - [`batch`]: the record-batch view, validation, compression, legacy formats.
 //! - [`format`]: every file and directory name (Kafka `LogFileUtils`).
 //! - [`fs`]: atomic file replacement and directory fsync.
+//! - [`checkpoint`]: Kafka's text checkpoint files (recovery point, log start, ...).
+//! - [`leader_epoch`]: the leader-epoch cache and `leader-epoch-checkpoint`.
+//! - [`index`]: the memory-mapped `.index` and `.timeindex` files and the `.txnindex`.
 //! - [`clock`]: injected wall and monotonic time ([`MockClock`] for tests).
 //! - [`config`]: topic-level configuration with Kafka's names and defaults.
-//! - [`index`]: the memory-mapped `.index` and `.timeindex` files and the `.txnindex`.
-//! - [`checkpoint`]: Kafka's text checkpoint files (recovery point, log start, ...).
+//! - [`error`]: [`LogError`], the error of every log and manager operation.
+//! - [`segment`]: one `.log` with its lazy indexes (Kafka `LogSegment`).
+//! - [`log`]: one partition: append, read, roll, flush, truncate ([`Log`]).
+//! - [`loader`]: opening a partition directory and recovery (Kafka `LogLoader`).
 
 pub mod batch;
 pub mod checkpoint;
 pub mod clock;
 pub mod config;
+pub mod error;
 pub mod format;
 pub mod fs;
+pub mod loader;
+pub mod log;
+pub mod segment;
 pub mod index;
+pub mod leader_epoch;
 pub mod types;
 
 pub use types::{
@@ -31,3 +41,10 @@ pub use types::{
 };
 pub use clock::{Clock, MockClock, SharedClock, SystemClock};
 pub use config::{CleanupPolicy, ConfigDef, ConfigError, ConfigType, LogConfig};
+pub use error::LogError;
+pub use loader::{LoadParams, RecoveryStats};
+pub use log::{
+    AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, SegmentInfo,
+    TimestampAndOffset,
+};
+pub use segment::Segment;

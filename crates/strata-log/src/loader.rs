@@ -1,0 +1,330 @@
+//! Loading a partition directory at open, in Kafka's `LogLoader` order (§9).
+//!
+//! 1. leader-epoch cache from `leader-epoch-checkpoint`;
+//! 2. delete `*.deleted`; drop unfinished clean/split output (`.cleaned`,
+//!    and `.swap` at or above the lowest `.cleaned` offset);
+//! 3. complete interrupted swaps: delete the old files a `.swap` replaces,
+//!    strip `.swap`;
+//! 4. delete orphan index files; open every segment; a missing `.index` or
+//!    an index failing the checks is rebuilt, a missing `.timeindex` becomes
+//!    an empty one;
+//! 5. after an unclean shutdown recover from the segment holding the
+//!    recovery point to the end; a truncated segment drops all later ones;
+//! 6. log start / end, recovery point, epoch cache trimming, and the active
+//!    segment's indexes resized to `segment.index.bytes`.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::format::{
+    self, CLEANED_SUFFIX, DELETED_SUFFIX, KRAFT_CHECKPOINT_DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX,
+};
+use crate::leader_epoch::LeaderEpochCache;
+use crate::log::segment_config;
+use crate::segment::scan::FileBatches;
+use crate::segment::{EpochSink, Segment};
+use crate::types::Offset;
+
+/// What the log manager knows about a partition before loading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadParams {
+    /// From `recovery-point-offset-checkpoint` (0 when absent).
+    pub recovery_point: Offset,
+    /// From `log-start-offset-checkpoint` (0 when absent).
+    pub log_start_offset: Offset,
+    /// The log dir had a `.kafka_cleanshutdown` marker at startup.
+    pub had_clean_shutdown: bool,
+}
+
+impl Default for LoadParams {
+    fn default() -> Self {
+        LoadParams {
+            recovery_point: Offset(0),
+            log_start_offset: Offset(0),
+            had_clean_shutdown: false,
+        }
+    }
+}
+
+/// What loading did; observable through `Log::recovery_stats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryStats {
+    pub had_clean_shutdown: bool,
+    /// Segments opened.
+    pub segments_loaded: usize,
+    /// Base offsets of the segments re-read by recovery (§9 step 7).
+    pub recovered_segments: Vec<Offset>,
+    /// Base offsets whose indexes were rebuilt at load (missing `.index`,
+    /// failed index checks).
+    pub rebuilt_indexes: Vec<Offset>,
+    /// Base offsets that got an empty `.timeindex` (it was missing).
+    pub empty_time_indexes: Vec<Offset>,
+    /// Bytes cut from torn or corrupt tails.
+    pub truncated_bytes: u64,
+    /// Segments deleted because an earlier one was truncated, or because the
+    /// log end fell below the checkpointed log start.
+    pub deleted_segments: Vec<Offset>,
+    /// `.deleted`, `.cleaned` and aborted `.swap` files removed.
+    pub deleted_temp_files: Vec<PathBuf>,
+    /// Old files removed and `.swap` files renamed by completing a swap.
+    pub completed_swap_files: Vec<PathBuf>,
+    /// Index files without a `.log`, removed.
+    pub orphan_indexes_deleted: Vec<PathBuf>,
+}
+
+/// A loaded partition, handed to `Log`.
+pub(crate) struct Loaded {
+    pub segments: Vec<Arc<Segment>>,
+    pub epochs: LeaderEpochCache,
+    pub log_end_offset: Offset,
+    pub log_start_offset: Offset,
+    pub recovery_point: Offset,
+    pub stats: RecoveryStats,
+}
+
+fn io<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> LogError + 'a {
+    move |e| LogError::io(path, op, e)
+}
+
+fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, LogError> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io(dir, "list partition dir"))? {
+        let entry = entry.map_err(io(dir, "list partition dir"))?;
+        let ft = entry.file_type().map_err(io(dir, "stat"))?;
+        if ft.is_file() {
+            out.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            ));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn remove(path: &Path) -> Result<(), LogError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io(path, "delete", e)),
+    }
+}
+
+/// Steps 4 and 5 of §9: temporary files and interrupted swaps.
+fn clean_temp_files(dir: &Path, stats: &mut RecoveryStats) -> Result<(), LogError> {
+    let mut cleaned = Vec::new();
+    let mut swaps = Vec::new();
+    for (name, path) in list_files(dir)? {
+        if name.ends_with(DELETED_SUFFIX) && !name.ends_with(KRAFT_CHECKPOINT_DELETED_SUFFIX) {
+            remove(&path)?;
+            stats.deleted_temp_files.push(path);
+        } else if name.ends_with(CLEANED_SUFFIX) {
+            cleaned.push((format::offset_from_file_name(&name), path));
+        } else if name.ends_with(SWAP_SUFFIX) {
+            swaps.push((format::offset_from_file_name(&name), name, path));
+        }
+    }
+    let min_cleaned = cleaned
+        .iter()
+        .filter_map(|(o, _)| *o)
+        .min()
+        .unwrap_or(Offset(i64::MAX));
+    let mut valid_swaps = Vec::new();
+    for (offset, name, path) in swaps {
+        if offset.is_some_and(|o| o >= min_cleaned) {
+            remove(&path)?;
+            stats.deleted_temp_files.push(path);
+        } else {
+            valid_swaps.push((offset, name, path));
+        }
+    }
+    for (_, path) in cleaned {
+        remove(&path)?;
+        stats.deleted_temp_files.push(path);
+    }
+    // The range of offsets the swap segments replace.
+    let mut min_swap = Offset(i64::MAX);
+    let mut max_swap_next = Offset(i64::MIN);
+    for (offset, name, path) in &valid_swaps {
+        let Some(base) = offset else { continue };
+        if !name.ends_with(&format!("{LOG_SUFFIX}{SWAP_SUFFIX}")) {
+            continue;
+        }
+        min_swap = min_swap.min(*base);
+        max_swap_next = max_swap_next.max(scan_next_offset(path, *base)?);
+    }
+    if min_swap < max_swap_next {
+        for (name, path) in list_files(dir)? {
+            if name.ends_with(SWAP_SUFFIX) {
+                continue;
+            }
+            if let Some(o) = format::offset_from_file_name(&name) {
+                if o >= min_swap && o < max_swap_next {
+                    remove(&path)?;
+                    stats.completed_swap_files.push(path);
+                }
+            }
+        }
+    }
+    for (name, path) in list_files(dir)? {
+        if let Some(stripped) = name.strip_suffix(SWAP_SUFFIX) {
+            let target = dir.join(stripped);
+            fs::rename(&path, &target).map_err(io(&path, "rename swap file"))?;
+            stats.completed_swap_files.push(target);
+        }
+    }
+    Ok(())
+}
+
+/// `readNextOffset` of a `.log` file by a plain scan (no index touched, so
+/// completing a swap never materialises index files).
+fn scan_next_offset(path: &Path, base: Offset) -> Result<Offset, LogError> {
+    let file = fs::File::open(path).map_err(io(path, "open swap segment"))?;
+    let len = file.metadata().map_err(io(path, "stat"))?.len();
+    let mut next = base;
+    let mut it = FileBatches::new(&file, 0, len, 1 << 20);
+    while let Some(Ok(b)) = it.next_header() {
+        next = b.next_offset();
+    }
+    Ok(next)
+}
+
+/// Load (and recover) a partition directory.
+pub(crate) fn load(
+    dir: &Path,
+    config: &LogConfig,
+    params: &LoadParams,
+    clock: &dyn Clock,
+) -> Result<Loaded, LogError> {
+    fs::create_dir_all(dir).map_err(io(dir, "create partition dir"))?;
+    let mut stats = RecoveryStats {
+        had_clean_shutdown: params.had_clean_shutdown,
+        ..RecoveryStats::default()
+    };
+    let mut epochs = LeaderEpochCache::load(dir).map_err(|e| LogError::Checkpoint {
+        path: dir.join(format::LEADER_EPOCH_CHECKPOINT),
+        source: Box::new(e),
+    })?;
+    clean_temp_files(dir, &mut stats)?;
+
+    // Step 6: orphan indexes, then open every segment.
+    let files = list_files(dir)?;
+    let logs: BTreeSet<Offset> = files
+        .iter()
+        .filter(|(n, _)| format::is_log_file(n))
+        .filter_map(|(n, _)| format::offset_from_file_name(n))
+        .collect();
+    for (name, path) in &files {
+        if format::is_index_file(name) {
+            let orphan = format::offset_from_file_name(name).is_none_or(|o| !logs.contains(&o));
+            if orphan {
+                remove(path)?;
+                stats.orphan_indexes_deleted.push(path.clone());
+            }
+        }
+    }
+    let now = clock.now_ms();
+    let mut segments = Vec::with_capacity(logs.len());
+    for base in &logs {
+        let seg = Segment::open(dir, *base, segment_config(config, false), now, "")?;
+        let (has_index, has_time_index) = seg.index_files_exist();
+        if !has_index || (has_time_index && !seg.indexes_look_valid()?) {
+            let r = seg.recover(Some(&mut epochs as &mut dyn EpochSink))?;
+            stats.rebuilt_indexes.push(*base);
+            stats.truncated_bytes += r.truncated_bytes;
+        } else if !has_time_index {
+            seg.create_empty_time_index()?;
+            stats.empty_time_indexes.push(*base);
+            if !seg.indexes_look_valid()? {
+                seg.recover(Some(&mut epochs as &mut dyn EpochSink))?;
+                stats.rebuilt_indexes.push(*base);
+            }
+        }
+        segments.push(Arc::new(seg));
+    }
+    stats.segments_loaded = segments.len();
+
+    // Step 7: recovery after an unclean shutdown.
+    if !params.had_clean_shutdown && !segments.is_empty() {
+        let start = crate::log::floor_index(&segments, params.recovery_point).unwrap_or(0);
+        let mut i = start;
+        while i < segments.len() {
+            let seg = &segments[i];
+            stats.recovered_segments.push(seg.base_offset());
+            let truncated = match seg.recover(Some(&mut epochs as &mut dyn EpochSink)) {
+                Ok(r) => r.truncated_bytes,
+                Err(LogError::Io { .. }) | Err(LogError::Index { .. }) => {
+                    tracing::warn!(dir = %dir.display(), base = %seg.base_offset(),
+                        "recovery failed; truncating the segment to empty");
+                    let size = seg.size();
+                    seg.truncate_to(seg.base_offset(), now)?;
+                    size
+                }
+                Err(e) => return Err(e),
+            };
+            if truncated > 0 {
+                stats.truncated_bytes += truncated;
+                for later in segments.drain(i + 1..) {
+                    stats.deleted_segments.push(later.base_offset());
+                    later.delete_files()?;
+                }
+                break;
+            }
+            i += 1;
+        }
+    }
+    let mut log_end = match segments.last() {
+        Some(s) => s.read_next_offset()?,
+        None => params.log_start_offset,
+    };
+    if !segments.is_empty() && log_end < params.log_start_offset {
+        for s in segments.drain(..) {
+            stats.deleted_segments.push(s.base_offset());
+            s.delete_files()?;
+        }
+        epochs.clear();
+        log_end = params.log_start_offset;
+    }
+    let had_segments = !segments.is_empty();
+    if segments.is_empty() {
+        segments.push(Arc::new(Segment::create(
+            dir,
+            params.log_start_offset,
+            segment_config(config, true),
+            now,
+            "",
+        )?));
+        log_end = params.log_start_offset;
+    }
+    let recovery_point = if params.had_clean_shutdown && had_segments {
+        log_end
+    } else {
+        params.recovery_point.min(log_end)
+    };
+    let active = segments.last().expect("at least one segment");
+    active.resize_indexes(config.segment_index_bytes.max(0) as usize)?;
+
+    // Step 8: offsets and the epoch cache.
+    epochs.truncate_from_end(log_end);
+    let log_start = params.log_start_offset.max(segments[0].base_offset());
+    epochs.truncate_from_start(log_start);
+    if epochs.is_dirty() {
+        epochs.flush().map_err(|e| LogError::Checkpoint {
+            path: epochs.path().to_path_buf(),
+            source: Box::new(e),
+        })?;
+    }
+    Ok(Loaded {
+        segments,
+        epochs,
+        log_end_offset: log_end,
+        log_start_offset: log_start,
+        recovery_point,
+        stats,
+    })
+}

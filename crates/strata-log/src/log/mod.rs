@@ -1,0 +1,453 @@
+//! One partition's log (Kafka `UnifiedLog` + `LocalLog`): an ordered list of
+//! segments, the last of which (the active segment) takes appends.
+//!
+//! # Locks (taken in this order; none is held across another log's)
+//!
+//! 1. `append` (`Mutex<AppendState>`): serialises every writer — appends,
+//!    rolls, truncation, log-start moves, segment deletion, close. Held for
+//!    the write of one append (page-cache speed), never by readers.
+//! 2. `flush` (`Mutex<()>`): one fsync at a time; durable appends queue here
+//!    and find their offset already covered by the fsync in front of them
+//!    (group commit). Taken after `append` by roll, alone by `flush_up_to`.
+//! 3. `segments` (`RwLock<Arc<Vec<Arc<Segment>>>>`): the segment list.
+//!    Readers clone the `Arc` (a snapshot) and drop the lock at once;
+//!    writers swap in a new vector while holding `append`.
+//! 4. `epochs` (`Mutex<LeaderEpochCache>`) and `config` (`RwLock`): leaves.
+//!
+//! Offsets that readers need are atomics published after the data:
+//! the segment's size first, then `log_end_offset` (Release/Acquire), so a
+//! reader that sees an offset also sees its bytes.
+
+mod append;
+mod read;
+mod roll;
+mod truncate;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use crate::clock::SharedClock;
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::leader_epoch::LeaderEpochCache;
+use crate::segment::{EpochSink, Segment, SegmentConfig};
+use crate::types::{LeaderEpoch, Offset, Timestamp, TopicPartition};
+
+pub use crate::loader::{LoadParams, RecoveryStats};
+pub(crate) use read::floor_segment as floor_index;
+pub use read::{FetchData, FileSlice, ReadBound, TimestampAndOffset};
+
+/// What one append did (Kafka `LogAppendInfo`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    pub first_offset: Offset,
+    pub last_offset: Offset,
+    pub max_timestamp: Timestamp,
+    pub offset_of_max_timestamp: Offset,
+    /// `Some(now)` when the topic uses LogAppendTime.
+    pub log_append_time: Option<Timestamp>,
+    pub log_start_offset: Offset,
+    pub records_count: i64,
+    pub valid_bytes: usize,
+}
+
+/// One segment, as DescribeLogDirs and the doctor tool show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentInfo {
+    pub base_offset: Offset,
+    pub size: u64,
+    pub next_offset: Offset,
+    pub max_timestamp: Timestamp,
+    pub log_path: PathBuf,
+    pub index_path: PathBuf,
+    pub time_index_path: PathBuf,
+    pub offset_index_entries: usize,
+    pub offset_index_max_entries: usize,
+    pub time_index_entries: usize,
+    pub time_index_max_entries: usize,
+    pub created_ms: i64,
+    pub roll_jitter_ms: i64,
+}
+
+/// Online/offline state of one log directory, shared by its logs (Kafka
+/// `LogDirFailureChannel`): the first I/O error latches it offline.
+#[derive(Debug)]
+pub struct DirHealth {
+    dir: PathBuf,
+    offline: AtomicBool,
+}
+
+impl DirHealth {
+    pub fn new(dir: impl Into<PathBuf>) -> Arc<DirHealth> {
+        Arc::new(DirHealth {
+            dir: dir.into(),
+            offline: AtomicBool::new(false),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn is_online(&self) -> bool {
+        !self.offline.load(Ordering::Acquire)
+    }
+
+    /// Latch the directory offline (restart required).
+    pub fn mark_offline(&self) {
+        if !self.offline.swap(true, Ordering::AcqRel) {
+            tracing::error!(dir = %self.dir.display(), "log directory offline after an I/O error");
+        }
+    }
+
+    fn check(&self) -> Result<(), LogError> {
+        if self.is_online() {
+            Ok(())
+        } else {
+            Err(LogError::DirOffline {
+                dir: self.dir.clone(),
+            })
+        }
+    }
+}
+
+/// Writer-side state guarded by `Log::append`.
+#[derive(Debug)]
+pub(crate) struct AppendState {
+    /// Time of the last full flush (for `flush.ms`).
+    last_flush_ms: i64,
+}
+
+/// Hook called after every successful append with the appended bytes; the
+/// producer-state manager (idempotence, transactions) attaches here.
+pub type AppendHook = Arc<dyn Fn(&TopicPartition, &[u8], &LogAppendInfo) + Send + Sync>;
+
+/// One partition. `Send + Sync`; share as `Arc<Log>`. See the module docs
+/// for the locks.
+pub struct Log {
+    tp: TopicPartition,
+    dir: RwLock<PathBuf>,
+    clock: SharedClock,
+    health: Arc<DirHealth>,
+    config: RwLock<Arc<LogConfig>>,
+    append: Mutex<AppendState>,
+    flush: Mutex<()>,
+    segments: RwLock<Arc<Vec<Arc<Segment>>>>,
+    epochs: Mutex<LeaderEpochCache>,
+    log_end_offset: AtomicI64,
+    log_start_offset: AtomicI64,
+    high_watermark: AtomicI64,
+    recovery_point: AtomicI64,
+    /// Everything below this offset has its `.log` bytes fsynced.
+    durable_offset: AtomicI64,
+    closed: AtomicBool,
+    recovery: RecoveryStats,
+    append_hook: RwLock<Option<AppendHook>>,
+    /// Segments renamed `.deleted`, awaiting `file.delete.delay.ms` (leaf lock).
+    pending_deletes: Mutex<Vec<truncate::PendingDelete>>,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("tp", &self.tp)
+            .field("log_start_offset", &self.log_start_offset())
+            .field("log_end_offset", &self.log_end_offset())
+            .finish()
+    }
+}
+
+impl EpochSink for LeaderEpochCache {
+    fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        LeaderEpochCache::latest_epoch(self)
+    }
+    fn assign(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> Result<(), LogError> {
+        LeaderEpochCache::assign(self, epoch, start_offset)
+            .map(|_| ())
+            .map_err(|e| LogError::Checkpoint {
+                path: self.path().to_path_buf(),
+                source: Box::new(e),
+            })
+    }
+}
+
+/// The per-segment settings a new segment of a log with `config` gets,
+/// including its random roll jitter (§12).
+pub(crate) fn segment_config(config: &LogConfig, new_active: bool) -> SegmentConfig {
+    let bound = config.max_roll_jitter_ms();
+    let roll_jitter_ms = if bound > 0 {
+        (rand::random::<i32>().unsigned_abs() as i64) % bound
+    } else {
+        0
+    };
+    SegmentConfig {
+        index_interval_bytes: config.index_interval_bytes,
+        max_index_size: config.segment_index_bytes.max(0) as usize,
+        roll_jitter_ms,
+        preallocate_bytes: (new_active && config.preallocate)
+            .then_some(config.segment_bytes as u64),
+    }
+}
+
+impl Log {
+    /// Open (load and, after an unclean shutdown, recover) the partition
+    /// directory `dir` (§9). The manager passes the checkpointed offsets and
+    /// whether its log dir was shut down cleanly.
+    ///
+    /// # Errors
+    /// I/O, index and overflow errors during loading.
+    pub fn open(
+        dir: &Path,
+        config: LogConfig,
+        params: LoadParams,
+        clock: SharedClock,
+        health: Arc<DirHealth>,
+    ) -> Result<Arc<Log>, LogError> {
+        let tp = crate::format::parse_partition_dir_name(
+            &dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )
+        .map_err(|_| LogError::InvalidDir {
+            path: dir.to_path_buf(),
+            reason: "not a <topic>-<partition> directory",
+        })?
+        .tp;
+        let loaded = crate::loader::load(dir, &config, &params, clock.as_ref())?;
+        let leo = loaded.log_end_offset;
+        Ok(Arc::new(Log {
+            tp,
+            dir: RwLock::new(dir.to_path_buf()),
+            health,
+            config: RwLock::new(Arc::new(config)),
+            append: Mutex::new(AppendState {
+                last_flush_ms: clock.now_ms(),
+            }),
+            clock,
+            flush: Mutex::new(()),
+            segments: RwLock::new(Arc::new(loaded.segments)),
+            epochs: Mutex::new(loaded.epochs),
+            log_end_offset: AtomicI64::new(leo.0),
+            log_start_offset: AtomicI64::new(loaded.log_start_offset.0),
+            high_watermark: AtomicI64::new(loaded.log_start_offset.0),
+            recovery_point: AtomicI64::new(loaded.recovery_point.0),
+            durable_offset: AtomicI64::new(loaded.recovery_point.0),
+            closed: AtomicBool::new(false),
+            recovery: loaded.stats,
+            append_hook: RwLock::new(None),
+            pending_deletes: Mutex::new(Vec::new()),
+        }))
+    }
+
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+
+    pub fn dir(&self) -> PathBuf {
+        self.dir.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn config(&self) -> LogConfig {
+        (**self.config.read().unwrap_or_else(|e| e.into_inner())).clone()
+    }
+
+    pub(crate) fn config_arc(&self) -> Arc<LogConfig> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replace the config; new segments and the next roll check use it.
+    pub fn update_config(&self, config: LogConfig) {
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+    }
+
+    /// Attach the producer-state seam (called after each append).
+    pub fn set_append_hook(&self, hook: Option<AppendHook>) {
+        *self.append_hook.write().unwrap_or_else(|e| e.into_inner()) = hook;
+    }
+
+    /// What loading and recovery did when this log was opened.
+    pub fn recovery_stats(&self) -> &RecoveryStats {
+        &self.recovery
+    }
+
+    pub fn dir_health(&self) -> &Arc<DirHealth> {
+        &self.health
+    }
+
+    pub fn log_start_offset(&self) -> Offset {
+        Offset(self.log_start_offset.load(Ordering::Acquire))
+    }
+
+    pub fn log_end_offset(&self) -> Offset {
+        Offset(self.log_end_offset.load(Ordering::Acquire))
+    }
+
+    pub fn high_watermark(&self) -> Offset {
+        Offset(self.high_watermark.load(Ordering::Acquire))
+    }
+
+    /// Set the high watermark, clamped to `[log_start, LEO]`; returns it.
+    pub fn update_high_watermark(&self, hw: Offset) -> Offset {
+        let clamped = hw.max(self.log_start_offset()).min(self.log_end_offset());
+        self.high_watermark.store(clamped.0, Ordering::Release);
+        clamped
+    }
+
+    /// Equals the high watermark until transactions exist.
+    pub fn last_stable_offset(&self) -> Offset {
+        self.high_watermark()
+    }
+
+    /// Everything below this offset is fsynced together with its indexes.
+    pub fn recovery_point(&self) -> Offset {
+        Offset(self.recovery_point.load(Ordering::Acquire))
+    }
+
+    /// Everything below this offset has its batches fsynced.
+    pub fn durable_offset(&self) -> Offset {
+        Offset(self.durable_offset.load(Ordering::Acquire))
+    }
+
+    pub fn end_offset_for_epoch(&self, epoch: LeaderEpoch) -> Option<(LeaderEpoch, Offset)> {
+        let (e, o) = self
+            .lock_epochs()
+            .end_offset_for(epoch, self.log_end_offset());
+        (e != LeaderEpoch::NONE).then_some((e, o))
+    }
+
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        self.lock_epochs().latest_epoch()
+    }
+
+    /// A snapshot of the segment list (cheap: one `Arc` clone).
+    pub(crate) fn snapshot(&self) -> Arc<Vec<Arc<Segment>>> {
+        self.segments
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn publish_segments(&self, segments: Vec<Arc<Segment>>) {
+        *self.segments.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(segments);
+    }
+
+    fn flush_epochs(&self) -> Result<(), LogError> {
+        let mut cache = self.lock_epochs();
+        cache.flush().map_err(|e| LogError::Checkpoint {
+            path: cache.path().to_path_buf(),
+            source: Box::new(e),
+        })
+    }
+
+    fn lock_epochs(&self) -> MutexGuard<'_, LeaderEpochCache> {
+        self.epochs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Take the append lock after checking the log and its dir are usable.
+    fn lock_append(&self) -> Result<MutexGuard<'_, AppendState>, LogError> {
+        self.check_usable()?;
+        let g = self.append.lock().unwrap_or_else(|e| e.into_inner());
+        self.check_usable()?;
+        Ok(g)
+    }
+
+    fn check_usable(&self) -> Result<(), LogError> {
+        self.health.check()?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(LogError::Closed {
+                tp: self.tp.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Latch the dir offline on storage failures, then pass the error on.
+    fn fail<T>(&self, r: Result<T, LogError>) -> Result<T, LogError> {
+        if let Err(e) = &r {
+            if matches!(e, LogError::Io { .. } | LogError::Index { .. }) {
+                self.health.mark_offline();
+            }
+        }
+        r
+    }
+
+    /// Every segment's state, oldest first.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let segs = self.snapshot();
+        let mut out = Vec::with_capacity(segs.len());
+        for (i, s) in segs.iter().enumerate() {
+            let next_offset = if i + 1 == segs.len() {
+                self.log_end_offset()
+            } else {
+                s.read_next_offset().unwrap_or(s.base_offset())
+            };
+            let (oe, om, te, tm) = s.index_fill().unwrap_or((0, 0, 0, 0));
+            let (index_path, time_index_path) = s.index_paths();
+            out.push(SegmentInfo {
+                base_offset: s.base_offset(),
+                size: s.size(),
+                next_offset,
+                max_timestamp: s
+                    .max_timestamp_so_far()
+                    .map(|m| m.timestamp)
+                    .unwrap_or(Timestamp::NONE),
+                log_path: s.log_path(),
+                index_path,
+                time_index_path,
+                offset_index_entries: oe,
+                offset_index_max_entries: om,
+                time_index_entries: te,
+                time_index_max_entries: tm,
+                created_ms: s.created_ms(),
+                roll_jitter_ms: s.roll_jitter_ms(),
+            });
+        }
+        out
+    }
+
+    /// Total bytes of all segments.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.snapshot().iter().map(|s| s.size()).sum()
+    }
+
+    /// Number of segments.
+    pub fn num_segments(&self) -> usize {
+        self.snapshot().len()
+    }
+
+    /// Clean close (§9 shutdown): flush everything, then per segment the
+    /// final time-index entry and trimmed indexes and `.log`. The log
+    /// refuses work afterwards.
+    ///
+    /// # Errors
+    /// I/O and index errors (the dir goes offline).
+    pub fn close(&self) -> Result<(), LogError> {
+        let mut g = self.lock_append()?;
+        let r = (|| {
+            self.flush_locked(&mut g, self.log_end_offset(), true)?;
+            for s in self.snapshot().iter() {
+                s.close()?;
+            }
+            self.flush_epochs()
+        })();
+        self.closed.store(true, Ordering::Release);
+        self.fail(r)
+    }
+
+    /// Mark closed without flushing (the dir is offline or being deleted).
+    pub(crate) fn close_abruptly(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Rename the directory (async delete); the log stays closed.
+    pub(crate) fn set_dir(&self, new_dir: PathBuf) {
+        *self.dir.write().unwrap_or_else(|e| e.into_inner()) = new_dir;
+    }
+}
+
+#[cfg(test)]
+mod tests;

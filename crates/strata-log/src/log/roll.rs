@@ -1,0 +1,114 @@
+//! Rolling to a new active segment (Kafka `maybeRoll` / `LocalLog.roll`, §8.4).
+
+use std::sync::Arc;
+
+use super::{segment_config, AppendState, Log};
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::format;
+use crate::segment::{RollParams, Segment};
+use crate::types::Offset;
+
+impl Log {
+    /// The segment the next append of `size` bytes goes to, rolling first
+    /// when any of Kafka's four conditions holds.
+    pub(super) fn maybe_roll(
+        &self,
+        state: &mut AppendState,
+        cfg: &LogConfig,
+        size: u64,
+        shape: &super::append::Shape,
+    ) -> Result<Arc<Segment>, LogError> {
+        let segs = self.snapshot();
+        let active = segs
+            .last()
+            .expect("a log always has an active segment")
+            .clone();
+        let params = RollParams {
+            max_segment_ms: cfg.max_segment_ms(),
+            max_segment_bytes: cfg.segment_bytes,
+            max_timestamp_in_append: shape.max_timestamp,
+            max_offset_in_append: shape.last_offset,
+            append_size: size,
+            now_ms: self.clock.now_ms(),
+        };
+        match active.should_roll(&params)? {
+            None => Ok(active),
+            Some(reason) => {
+                tracing::debug!(tp = %self.tp, ?reason, base = %active.base_offset(), "rolling segment");
+                self.roll_locked(state, cfg, Some(shape.first_offset))
+            }
+        }
+    }
+
+    /// Force a roll: the new active segment starts at the log end.
+    ///
+    /// # Errors
+    /// Storage errors; [`LogError::SegmentExists`] in impossible states.
+    pub fn roll(&self) -> Result<(), LogError> {
+        let mut g = self.lock_append()?;
+        let cfg = self.config_arc();
+        let r = self.roll_locked(&mut g, &cfg, None).map(|_| ());
+        self.fail(r)
+    }
+
+    /// Kafka `LocalLog.roll` plus the flush of the old segments.
+    pub(super) fn roll_locked(
+        &self,
+        state: &mut AppendState,
+        cfg: &LogConfig,
+        expected_next_offset: Option<Offset>,
+    ) -> Result<Arc<Segment>, LogError> {
+        let leo = self.log_end_offset();
+        let new_base = expected_next_offset.unwrap_or(Offset(0)).max(leo);
+        let dir = self.dir();
+        let mut segs: Vec<Arc<Segment>> = self.snapshot().as_ref().clone();
+        let active = segs.last().expect("active segment").clone();
+        if segs.iter().any(|s| s.base_offset() == new_base) {
+            if active.base_offset() == new_base && active.size() == 0 {
+                // An empty active segment at the same base: recreate it.
+                segs.pop();
+                active.delete_files()?;
+            } else {
+                return Err(LogError::SegmentExists {
+                    tp: self.tp.clone(),
+                    base_offset: new_base,
+                });
+            }
+        } else if new_base < active.base_offset() {
+            return Err(LogError::InvalidOffset {
+                tp: self.tp.clone(),
+                offset: new_base,
+                reason: "roll below the active segment's base offset",
+            });
+        } else {
+            active.on_become_inactive()?;
+        }
+        for stray in [
+            format::log_file(&dir, new_base, ""),
+            format::index_file(&dir, new_base, ""),
+            format::time_index_file(&dir, new_base, ""),
+            format::txn_index_file(&dir, new_base, ""),
+        ] {
+            match std::fs::remove_file(&stray) {
+                Ok(()) => tracing::warn!(path = %stray.display(), "deleted stray file before roll"),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(&stray, "delete stray segment file", e)),
+            }
+        }
+        let segment = Arc::new(Segment::create(
+            &dir,
+            new_base,
+            segment_config(cfg, true),
+            self.clock.now_ms(),
+            "",
+        )?);
+        segs.push(segment.clone());
+        self.publish_segments(segs);
+        // Kafka schedules this flush asynchronously; Strata runs it inline
+        // under the append lock (rolls are rare) so the recovery point moves
+        // to the new base before the next append.
+        self.flush_locked(state, new_base, false)?;
+        Ok(segment)
+    }
+}

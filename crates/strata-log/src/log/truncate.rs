@@ -1,0 +1,176 @@
+//! Truncation (§8.7), log-start moves and delayed deletion of segment files.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::{segment_config, Log};
+use crate::error::LogError;
+use crate::format::DELETED_SUFFIX;
+use crate::segment::Segment;
+use crate::types::Offset;
+
+/// A segment renamed to `.deleted`, removed once `due_ms` has passed.
+pub(crate) struct PendingDelete {
+    pub segment: Arc<Segment>,
+    pub due_ms: i64,
+}
+
+impl Log {
+    /// Kafka `truncateTo`: remove everything at and above `offset` (whole
+    /// batches: a target inside a batch removes the batch). A no-op at or
+    /// above the log end; below the first segment the log is emptied and
+    /// restarts at `offset`.
+    ///
+    /// # Errors
+    /// [`LogError::InvalidOffset`] for a negative offset; storage errors.
+    pub fn truncate_to(&self, offset: Offset) -> Result<(), LogError> {
+        if offset.0 < 0 {
+            return Err(LogError::InvalidOffset {
+                tp: self.tp.clone(),
+                offset,
+                reason: "cannot truncate to a negative offset",
+            });
+        }
+        let _g = self.lock_append()?;
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        let r = self.truncate_locked(offset);
+        self.fail(r)
+    }
+
+    fn truncate_locked(&self, offset: Offset) -> Result<(), LogError> {
+        let segs = self.snapshot();
+        let now = self.clock.now_ms();
+        if offset < segs[0].base_offset() {
+            return self.truncate_fully_and_start_at(offset);
+        }
+        let keep = segs.iter().filter(|s| s.base_offset() <= offset).count();
+        let (kept, dropped) = segs.split_at(keep);
+        self.schedule_delete(dropped)?;
+        let active = kept.last().expect("offset >= first base").clone();
+        active.truncate_to(offset, now)?;
+        self.publish_segments(kept.to_vec());
+        self.log_end_offset.store(offset.0, Ordering::Release);
+        self.after_truncation(offset);
+        Ok(())
+    }
+
+    fn truncate_fully_and_start_at(&self, offset: Offset) -> Result<(), LogError> {
+        let segs = self.snapshot();
+        self.schedule_delete(&segs)?;
+        let cfg = self.config_arc();
+        let seg = Segment::create(
+            &self.dir(),
+            offset,
+            segment_config(&cfg, true),
+            self.clock.now_ms(),
+            "",
+        )?;
+        seg.resize_indexes(cfg.segment_index_bytes.max(0) as usize)?;
+        self.publish_segments(vec![Arc::new(seg)]);
+        {
+            let mut cache = self.lock_epochs();
+            cache.clear_and_flush().map_err(|e| LogError::Checkpoint {
+                path: cache.path().to_path_buf(),
+                source: Box::new(e),
+            })?;
+        }
+        self.log_end_offset.store(offset.0, Ordering::Release);
+        self.log_start_offset.store(offset.0, Ordering::Release);
+        self.recovery_point.store(offset.0, Ordering::Release);
+        self.durable_offset.store(offset.0, Ordering::Release);
+        self.high_watermark.store(offset.0, Ordering::Release);
+        Ok(())
+    }
+
+    fn after_truncation(&self, offset: Offset) {
+        {
+            let mut cache = self.lock_epochs();
+            if cache.truncate_from_end(offset) {
+                if let Err(e) = cache.flush() {
+                    tracing::warn!(tp = %self.tp, error = %e, "leader-epoch checkpoint write failed");
+                }
+            }
+        }
+        self.log_start_offset.fetch_min(offset.0, Ordering::AcqRel);
+        self.recovery_point.fetch_min(offset.0, Ordering::AcqRel);
+        self.durable_offset.fetch_min(offset.0, Ordering::AcqRel);
+        self.high_watermark.fetch_min(offset.0, Ordering::AcqRel);
+    }
+
+    /// Rename segments to `.deleted` now and remove them after
+    /// `file.delete.delay.ms` (§8.8); in-flight reads keep working.
+    pub(crate) fn schedule_delete(&self, segments: &[Arc<Segment>]) -> Result<(), LogError> {
+        if segments.is_empty() {
+            return Ok(());
+        }
+        let due = self
+            .clock
+            .now_ms()
+            .saturating_add(self.config_arc().file_delete_delay_ms);
+        let mut pending = self
+            .pending_deletes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for s in segments {
+            s.change_suffix("", DELETED_SUFFIX)?;
+            pending.push(PendingDelete {
+                segment: s.clone(),
+                due_ms: due,
+            });
+        }
+        Ok(())
+    }
+
+    /// Remove `.deleted` files whose delay has passed; returns how many
+    /// segments were removed.
+    ///
+    /// # Errors
+    /// Storage errors (the dir goes offline).
+    pub fn delete_expired_files(&self) -> Result<usize, LogError> {
+        let now = self.clock.now_ms();
+        let due: Vec<PendingDelete> = {
+            let mut pending = self
+                .pending_deletes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let (due, keep) = pending.drain(..).partition(|p| p.due_ms <= now);
+            *pending = keep;
+            due
+        };
+        let n = due.len();
+        let r = due.iter().try_for_each(|p| p.segment.delete_files());
+        self.fail(r)?;
+        Ok(n)
+    }
+
+    /// Raise the log start offset (DeleteRecords); never above the high
+    /// watermark. Returns the (possibly unchanged) log start offset.
+    ///
+    /// # Errors
+    /// [`LogError::OffsetOutOfRange`] above the high watermark.
+    pub fn maybe_increment_log_start_offset(&self, new_start: Offset) -> Result<Offset, LogError> {
+        let _g = self.lock_append()?;
+        let hw = self.high_watermark();
+        if new_start > hw {
+            return Err(LogError::OffsetOutOfRange {
+                tp: self.tp.clone(),
+                requested: new_start,
+                log_start: self.log_start_offset(),
+                log_end: hw,
+            });
+        }
+        if new_start > self.log_start_offset() {
+            self.log_start_offset.store(new_start.0, Ordering::Release);
+            let mut cache = self.lock_epochs();
+            if cache.truncate_from_start(new_start) {
+                cache.flush().map_err(|e| LogError::Checkpoint {
+                    path: cache.path().to_path_buf(),
+                    source: Box::new(e),
+                })?;
+            }
+        }
+        Ok(self.log_start_offset())
+    }
+}

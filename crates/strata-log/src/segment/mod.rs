@@ -1,0 +1,909 @@
+//! One segment of a partition log (Kafka `LogSegment`, §8): a `.log` file of
+//! record batches plus its lazily opened `.index`, `.timeindex` and
+//! `.txnindex`.
+//!
+//! Format of `<base>.log` (Kafka's `FileRecords`): batches back to back, no
+//! header, no footer; the first batch sits at position 0 and the logical size
+//! is the end of the last whole batch.
+//!
+//! ```text
+//! 0        batch A (BaseOffset .. Records), Length + 12 bytes
+//! |A|      batch B
+//! ...      (preallocated segments: zeros up to segment.bytes until trimmed)
+//! ```
+//!
+//! # Concurrency
+//!
+//! - The `.log` file is an `Arc<File>` written with positioned writes by the
+//!   single appender (the owning log's append lock serialises appends,
+//!   truncation and renames) and read with positioned reads by anyone.
+//! - `size` is the committed logical size, stored (Release) only after the
+//!   bytes and the index entries are written; readers load it (Acquire) and
+//!   never look past it.
+//! - `state` (a `Mutex`) guards the indexes and the roll/timestamp counters.
+//!   It is held only for index work, never across a `.log` write or scan.
+
+mod recover;
+pub(crate) mod scan;
+
+pub use recover::{EpochSink, SegmentRecovery};
+pub use scan::BatchSummary;
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::LogError;
+use crate::format;
+use crate::index::{IndexError, OffsetIndex, TimeIndex, TimestampOffset};
+use crate::types::{Offset, Position, Timestamp};
+
+use scan::{FileBatches, ScanError};
+
+/// Chunk size for scans that read whole batches.
+const SCAN_CHUNK: usize = 1 << 20;
+/// Chunk size for short lookups that skip from an index entry.
+const LOOKUP_CHUNK: usize = 16 << 10;
+
+/// Where an offset sits in a segment (Kafka `LogOffsetPosition`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffsetPositionInSegment {
+    /// Last offset of the batch found.
+    pub last_offset: Offset,
+    /// Byte position of the batch.
+    pub position: u64,
+    /// Size of the batch.
+    pub size: u64,
+}
+
+/// A region of a segment returned by [`Segment::read`].
+#[derive(Clone, Debug)]
+pub struct SegmentSlice {
+    pub file: Arc<File>,
+    pub position: u64,
+    pub len: u64,
+}
+
+/// The inputs of Kafka's `shouldRoll` (§8.4).
+#[derive(Clone, Copy, Debug)]
+pub struct RollParams {
+    /// `segment.ms`, or `min(segment.ms, max.compaction.lag.ms)` for compacted logs.
+    pub max_segment_ms: i64,
+    pub max_segment_bytes: i32,
+    pub max_timestamp_in_append: Timestamp,
+    pub max_offset_in_append: Offset,
+    pub append_size: u64,
+    pub now_ms: i64,
+}
+
+/// Why a segment should roll (for stats and tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RollReason {
+    Size,
+    Time,
+    OffsetIndexFull,
+    TimeIndexFull,
+    OffsetOverflow,
+}
+
+/// Per-segment settings taken from the topic config at creation.
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentConfig {
+    pub index_interval_bytes: i32,
+    pub max_index_size: usize,
+    /// Chosen once per segment: `abs(rand) % min(segment.jitter.ms, segment.ms)`.
+    pub roll_jitter_ms: i64,
+    pub preallocate_bytes: Option<u64>,
+}
+
+enum Lazy<T> {
+    Unopened(PathBuf),
+    Open(T),
+}
+
+/// Index state and counters, guarded by `Segment::state`.
+struct SegmentState {
+    log_path: PathBuf,
+    offset_index: Lazy<OffsetIndex>,
+    time_index: Lazy<TimeIndex>,
+    txn_path: PathBuf,
+    max_index_size: usize,
+    index_interval_bytes: usize,
+    bytes_since_last_index_entry: usize,
+    /// `None` = not loaded yet; `Some(-1)` = first batch has no timestamp.
+    rolling_based_timestamp: Option<Timestamp>,
+    /// `None` = not loaded from the time index yet.
+    max_timestamp: Option<TimestampOffset>,
+    created_ms: i64,
+    roll_jitter_ms: i64,
+    /// Physical file length when preallocated (> logical size until trimmed).
+    physical_len: u64,
+}
+
+/// One segment: `.log` plus indexes. See the module docs for locking.
+pub struct Segment {
+    base_offset: Offset,
+    file: Arc<File>,
+    size: AtomicU64,
+    state: Mutex<SegmentState>,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("base_offset", &self.base_offset)
+            .field("size", &self.size())
+            .finish()
+    }
+}
+
+fn idx_err(e: IndexError) -> LogError {
+    LogError::Index { source: e }
+}
+
+impl<T> Lazy<T> {
+    fn get(
+        &mut self,
+        open: impl FnOnce(&Path) -> Result<T, IndexError>,
+    ) -> Result<&mut T, IndexError> {
+        if let Lazy::Unopened(path) = self {
+            let index = open(path)?;
+            *self = Lazy::Open(index);
+        }
+        match self {
+            Lazy::Open(t) => Ok(t),
+            Lazy::Unopened(_) => unreachable!("opened above"),
+        }
+    }
+}
+
+impl SegmentState {
+    fn offset_index(&mut self, base: Offset) -> Result<&mut OffsetIndex, IndexError> {
+        let max = self.max_index_size;
+        self.offset_index
+            .get(|p| OffsetIndex::open(p, base, max, true))
+    }
+
+    fn time_index(&mut self, base: Offset) -> Result<&mut TimeIndex, IndexError> {
+        let max = self.max_index_size;
+        self.time_index.get(|p| TimeIndex::open(p, base, max, true))
+    }
+}
+
+impl Segment {
+    /// Create a new, empty segment `<dir>/<base>.log<suffix>` (only the `.log`
+    /// exists until an index is touched). A leftover file of that name is
+    /// replaced.
+    ///
+    /// # Errors
+    /// I/O errors creating or preallocating the file.
+    pub fn create(
+        dir: &Path,
+        base_offset: Offset,
+        config: SegmentConfig,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Segment, LogError> {
+        let log_path = format::log_file(dir, base_offset, suffix);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&log_path)
+            .map_err(|e| LogError::io(&log_path, "create segment", e))?;
+        let mut physical_len = 0;
+        if let Some(len) = config.preallocate_bytes {
+            file.set_len(len)
+                .map_err(|e| LogError::io(&log_path, "preallocate segment", e))?;
+            physical_len = len;
+        }
+        let seg = Self::build(
+            dir,
+            base_offset,
+            file,
+            0,
+            physical_len,
+            config,
+            now_ms,
+            suffix,
+            log_path,
+        );
+        // A new segment's max is known without touching the time index.
+        seg.lock().max_timestamp = Some(TimestampOffset {
+            timestamp: Timestamp::NONE,
+            offset: base_offset,
+        });
+        Ok(seg)
+    }
+
+    /// Open an existing segment; its logical size is the file length (a
+    /// zero tail left by preallocation is cut by [`Segment::recover`]).
+    ///
+    /// # Errors
+    /// I/O errors opening the file.
+    pub fn open(
+        dir: &Path,
+        base_offset: Offset,
+        config: SegmentConfig,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Segment, LogError> {
+        let log_path = format::log_file(dir, base_offset, suffix);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&log_path)
+            .map_err(|e| LogError::io(&log_path, "open segment", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| LogError::io(&log_path, "stat segment", e))?
+            .len();
+        Ok(Self::build(
+            dir,
+            base_offset,
+            file,
+            len,
+            len,
+            config,
+            now_ms,
+            suffix,
+            log_path,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        dir: &Path,
+        base_offset: Offset,
+        file: File,
+        size: u64,
+        physical_len: u64,
+        config: SegmentConfig,
+        now_ms: i64,
+        suffix: &str,
+        log_path: PathBuf,
+    ) -> Segment {
+        Segment {
+            base_offset,
+            file: Arc::new(file),
+            size: AtomicU64::new(size),
+            state: Mutex::new(SegmentState {
+                log_path,
+                offset_index: Lazy::Unopened(format::index_file(dir, base_offset, suffix)),
+                time_index: Lazy::Unopened(format::time_index_file(dir, base_offset, suffix)),
+                txn_path: format::txn_index_file(dir, base_offset, suffix),
+                max_index_size: config.max_index_size,
+                index_interval_bytes: config.index_interval_bytes.max(0) as usize,
+                bytes_since_last_index_entry: 0,
+                rolling_based_timestamp: None,
+                max_timestamp: None,
+                created_ms: now_ms,
+                roll_jitter_ms: config.roll_jitter_ms,
+                physical_len,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SegmentState> {
+        // A panic while holding the lock leaves counters, not files, stale:
+        // continue with them.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn base_offset(&self) -> Offset {
+        self.base_offset
+    }
+
+    /// Committed logical size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size.load(Ordering::Acquire)
+    }
+
+    /// The `.log` file, shared with readers.
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+
+    /// Path of the `.log` file.
+    pub fn log_path(&self) -> PathBuf {
+        self.lock().log_path.clone()
+    }
+
+    /// Paths of the offset and time index files (they may not exist yet).
+    pub fn index_paths(&self) -> (PathBuf, PathBuf) {
+        let st = self.lock();
+        let p = |l: &Lazy<OffsetIndex>| match l {
+            Lazy::Unopened(p) => p.clone(),
+            Lazy::Open(i) => i.path().to_path_buf(),
+        };
+        let t = match &st.time_index {
+            Lazy::Unopened(p) => p.clone(),
+            Lazy::Open(i) => i.path().to_path_buf(),
+        };
+        (p(&st.offset_index), t)
+    }
+
+    /// When the segment object was created (or last truncated to empty).
+    pub fn created_ms(&self) -> i64 {
+        self.lock().created_ms
+    }
+
+    pub fn roll_jitter_ms(&self) -> i64 {
+        self.lock().roll_jitter_ms
+    }
+
+    /// Kafka `append` (§8.2): write `records` (whole batches) at the end,
+    /// track the max timestamp and add sparse index entries (§3.3).
+    ///
+    /// # Errors
+    /// [`LogError::OffsetOverflow`] (nothing written) when `largest_offset`
+    /// does not fit the relative range; I/O and index errors.
+    pub fn append(
+        &self,
+        largest_offset: Offset,
+        largest_timestamp: Timestamp,
+        shallow_offset_of_max_timestamp: Offset,
+        records: &[u8],
+    ) -> Result<(), LogError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let pos = self.size();
+        let mut st = self.lock();
+        if largest_offset.relative_to(self.base_offset).is_none() {
+            return Err(LogError::OffsetOverflow {
+                path: st.log_path.clone(),
+                base_offset: self.base_offset,
+                largest: largest_offset,
+            });
+        }
+        if pos == 0 {
+            st.rolling_based_timestamp = Some(largest_timestamp);
+        }
+        self.file
+            .write_all_at(records, pos)
+            .map_err(|e| LogError::io(&st.log_path, "append", e))?;
+        let max = self.max_timestamp_locked(&mut st)?;
+        if largest_timestamp > max.timestamp {
+            st.max_timestamp = Some(TimestampOffset {
+                timestamp: largest_timestamp,
+                offset: shallow_offset_of_max_timestamp,
+            });
+        }
+        if st.bytes_since_last_index_entry > st.index_interval_bytes {
+            let max = st.max_timestamp.expect("loaded above");
+            let base = self.base_offset;
+            st.offset_index(base)
+                .and_then(|i| i.append(largest_offset, Position(pos as u32)))
+                .map_err(idx_err)?;
+            st.time_index(base)
+                .and_then(|i| i.maybe_append(max.timestamp, max.offset, false))
+                .map_err(idx_err)?;
+            st.bytes_since_last_index_entry = 0;
+        }
+        st.bytes_since_last_index_entry += records.len();
+        let end = pos + records.len() as u64;
+        if end > st.physical_len {
+            st.physical_len = end;
+        }
+        self.size.store(end, Ordering::Release);
+        Ok(())
+    }
+
+    /// Max timestamp so far and the (shallow) offset holding it, loading it
+    /// from the time index plus a scan after its last entry when unknown.
+    fn max_timestamp_locked(&self, st: &mut SegmentState) -> Result<TimestampOffset, LogError> {
+        if let Some(m) = st.max_timestamp {
+            return Ok(m);
+        }
+        let base = self.base_offset;
+        let last = st.time_index(base).map_err(idx_err)?.last_entry();
+        let pos = st
+            .offset_index(base)
+            .map_err(idx_err)?
+            .lookup(last.offset)
+            .position;
+        let mut best = TimestampOffset {
+            timestamp: last.timestamp,
+            offset: last.offset,
+        };
+        let mut it = FileBatches::new(&self.file, pos.0 as u64, self.size(), LOOKUP_CHUNK);
+        while let Some(item) = it.next_header() {
+            match item {
+                Ok(b) if b.max_timestamp > best.timestamp => {
+                    best = TimestampOffset {
+                        timestamp: b.max_timestamp,
+                        offset: b.last_offset,
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        st.max_timestamp = Some(best);
+        Ok(best)
+    }
+
+    /// The largest timestamp in the segment and the last offset of the batch
+    /// holding it (`(-1, base)` when none).
+    pub fn max_timestamp_so_far(&self) -> Result<TimestampOffset, LogError> {
+        let mut st = self.lock();
+        self.max_timestamp_locked(&mut st)
+    }
+
+    /// Kafka `translateOffset` (§8.3): the first batch at or after
+    /// `start_position` whose last offset is `>= offset`.
+    ///
+    /// # Errors
+    /// I/O and index errors; a corrupt batch ends the scan as "not found".
+    pub fn translate_offset(
+        &self,
+        offset: Offset,
+        start_position: u64,
+    ) -> Result<Option<OffsetPositionInSegment>, LogError> {
+        let from = {
+            let mut st = self.lock();
+            let base = self.base_offset;
+            st.offset_index(base)
+                .map_err(idx_err)?
+                .lookup(offset)
+                .position
+                .0 as u64
+        };
+        self.search_from(offset, from.max(start_position), self.size())
+    }
+
+    fn search_from(
+        &self,
+        offset: Offset,
+        from: u64,
+        end: u64,
+    ) -> Result<Option<OffsetPositionInSegment>, LogError> {
+        let mut it = FileBatches::new(&self.file, from, end, LOOKUP_CHUNK);
+        while let Some(item) = it.next_header() {
+            match item {
+                Ok(b) if b.last_offset >= offset => {
+                    return Ok(Some(OffsetPositionInSegment {
+                        last_offset: b.last_offset,
+                        position: b.position,
+                        size: b.size,
+                    }))
+                }
+                Ok(_) => {}
+                Err(ScanError::Corrupt { .. }) => return Ok(None),
+                Err(ScanError::Io(e)) => return Err(LogError::io(self.log_path(), "read", e)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Kafka `read` (§8.3): the slice starting at the batch holding
+    /// `start_offset`, at most `max_size` bytes and never past
+    /// `max_position`; with `min_one_message` at least that whole batch.
+    /// `None` when `start_offset` is beyond the segment.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn read(
+        &self,
+        start_offset: Offset,
+        max_size: u64,
+        max_position: u64,
+        min_one_message: bool,
+    ) -> Result<Option<SegmentSlice>, LogError> {
+        let Some(found) = self.translate_offset(start_offset, 0)? else {
+            return Ok(None);
+        };
+        let first_size = found.size;
+        let adjusted_max = if min_one_message {
+            max_size.max(first_size)
+        } else {
+            max_size
+        };
+        let end = max_position.min(self.size());
+        let len = end.saturating_sub(found.position).min(adjusted_max);
+        Ok(Some(SegmentSlice {
+            file: self.file.clone(),
+            position: found.position,
+            len,
+        }))
+    }
+
+    /// Kafka `readNextOffset`: the offset after the last batch, or the base.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn read_next_offset(&self) -> Result<Offset, LogError> {
+        let from = {
+            let mut st = self.lock();
+            let base = self.base_offset;
+            let idx = st.offset_index(base).map_err(idx_err)?;
+            let last = idx.last_offset();
+            idx.lookup(last).position.0 as u64
+        };
+        let mut next = self.base_offset;
+        let mut it = FileBatches::new(&self.file, from, self.size(), LOOKUP_CHUNK);
+        while let Some(item) = it.next_header() {
+            match item {
+                Ok(b) => next = b.next_offset(),
+                Err(ScanError::Corrupt { .. }) => break,
+                Err(ScanError::Io(e)) => return Err(LogError::io(self.log_path(), "read", e)),
+            }
+        }
+        Ok(next)
+    }
+
+    /// Kafka `shouldRoll` (§8.4): the first reason that holds, if any.
+    ///
+    /// # Errors
+    /// I/O and index errors while loading lazy state.
+    pub fn should_roll(&self, p: &RollParams) -> Result<Option<RollReason>, LogError> {
+        let size = self.size();
+        if size as i64 > p.max_segment_bytes as i64 - p.append_size as i64 {
+            return Ok(Some(RollReason::Size));
+        }
+        let mut st = self.lock();
+        if size > 0 {
+            let waited = self.time_waited_for_roll(&mut st, p.now_ms, p.max_timestamp_in_append)?;
+            if waited > p.max_segment_ms - st.roll_jitter_ms {
+                return Ok(Some(RollReason::Time));
+            }
+        }
+        let base = self.base_offset;
+        if st.offset_index(base).map_err(idx_err)?.is_full() {
+            return Ok(Some(RollReason::OffsetIndexFull));
+        }
+        if st.time_index(base).map_err(idx_err)?.is_full() {
+            return Ok(Some(RollReason::TimeIndexFull));
+        }
+        if p.max_offset_in_append.relative_to(base).is_none() {
+            return Ok(Some(RollReason::OffsetOverflow));
+        }
+        Ok(None)
+    }
+
+    fn time_waited_for_roll(
+        &self,
+        st: &mut SegmentState,
+        now_ms: i64,
+        ts_in_append: Timestamp,
+    ) -> Result<i64, LogError> {
+        if st.rolling_based_timestamp.is_none() {
+            let mut it = FileBatches::new(&self.file, 0, self.size(), LOOKUP_CHUNK);
+            if let Some(Ok(b)) = it.next_header() {
+                st.rolling_based_timestamp = Some(b.max_timestamp);
+            }
+        }
+        Ok(match st.rolling_based_timestamp {
+            Some(t) if t.0 >= 0 => ts_in_append.0 - t.0,
+            _ => now_ms - st.created_ms,
+        })
+    }
+
+    /// Kafka `onBecomeInactiveSegment` (§8.5): final time-index entry, trim
+    /// both indexes, trim a preallocated `.log` to its logical size.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn on_become_inactive(&self) -> Result<(), LogError> {
+        let mut st = self.lock();
+        self.final_time_index_entry(&mut st)?;
+        let base = self.base_offset;
+        st.offset_index(base)
+            .and_then(|i| i.trim_to_valid_size())
+            .map_err(idx_err)?;
+        st.time_index(base)
+            .and_then(|i| i.trim_to_valid_size())
+            .map_err(idx_err)?;
+        self.trim_log(&mut st)
+    }
+
+    fn final_time_index_entry(&self, st: &mut SegmentState) -> Result<(), LogError> {
+        let max = self.max_timestamp_locked(st)?;
+        let base = self.base_offset;
+        st.time_index(base)
+            .and_then(|i| i.maybe_append(max.timestamp, max.offset, true))
+            .map_err(idx_err)
+    }
+
+    fn trim_log(&self, st: &mut SegmentState) -> Result<(), LogError> {
+        let size = self.size();
+        if st.physical_len != size {
+            self.file
+                .set_len(size)
+                .map_err(|e| LogError::io(&st.log_path, "trim segment", e))?;
+            st.physical_len = size;
+        }
+        Ok(())
+    }
+
+    /// fsync the `.log` and both indexes (creating the index files).
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn flush(&self) -> Result<(), LogError> {
+        let path = self.log_path();
+        self.file
+            .sync_data()
+            .map_err(|e| LogError::io(&path, "fsync", e))?;
+        let mut st = self.lock();
+        let base = self.base_offset;
+        st.offset_index(base)
+            .and_then(|i| i.flush())
+            .map_err(idx_err)?;
+        st.time_index(base).and_then(|i| i.flush()).map_err(idx_err)
+    }
+
+    /// fsync only the `.log` data (durable appends; indexes are rebuilt by
+    /// recovery from the recovery point anyway).
+    ///
+    /// # Errors
+    /// The fsync error.
+    pub fn sync_log(&self) -> Result<(), LogError> {
+        self.file
+            .sync_data()
+            .map_err(|e| LogError::io(self.log_path(), "fsync", e))
+    }
+
+    /// Clean close: final time-index entry, trim indexes and `.log`, fsync.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn close(&self) -> Result<(), LogError> {
+        self.on_become_inactive()?;
+        self.flush()
+    }
+
+    /// Resize both indexes to `max_index_size` (the active segment after
+    /// loading, §9 step 7).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn resize_indexes(&self, max_index_size: usize) -> Result<(), LogError> {
+        let mut st = self.lock();
+        st.max_index_size = max_index_size;
+        let base = self.base_offset;
+        st.offset_index(base)
+            .and_then(|i| i.resize(max_index_size))
+            .map_err(idx_err)?;
+        st.time_index(base)
+            .and_then(|i| i.resize(max_index_size))
+            .map_err(idx_err)?;
+        Ok(())
+    }
+
+    /// Whether the `.index` file exists on disk (loader sanity check).
+    pub fn index_files_exist(&self) -> (bool, bool) {
+        let (o, t) = self.index_paths();
+        (o.exists(), t.exists())
+    }
+
+    /// Loader step 6 for a `.timeindex` that was missing while `.index`
+    /// exists: create it empty (0 bytes, 0 entries), as Kafka does; it is
+    /// rebuilt only if the segment is recovered later.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub fn create_empty_time_index(&self) -> Result<(), LogError> {
+        let mut st = self.lock();
+        let base = self.base_offset;
+        st.time_index(base)
+            .and_then(|i| i.resize(0))
+            .map_err(idx_err)?;
+        Ok(())
+    }
+
+    /// Strata's load-time index check (a safe superset of Kafka, §3.7):
+    /// Kafka's sanity checks, plus "the last two entries strictly increase",
+    /// which catches a preallocated zero-filled tail left by a crash.
+    /// Returns `false` when either index should be rebuilt.
+    ///
+    /// # Errors
+    /// I/O errors opening the indexes.
+    pub fn indexes_look_valid(&self) -> Result<bool, LogError> {
+        let mut st = self.lock();
+        let base = self.base_offset;
+        let oi = match st.offset_index(base) {
+            Ok(i) => i,
+            Err(IndexError::Io { .. }) | Err(IndexError::Corrupt { .. }) => return Ok(false),
+            Err(e) => return Err(idx_err(e)),
+        };
+        if oi.sanity_check().is_err() {
+            return Ok(false);
+        }
+        let n = oi.entries();
+        if n >= 2 {
+            let (a, b) = (oi.entry(n - 2), oi.entry(n - 1));
+            if b.offset <= a.offset || b.position < a.position {
+                return Ok(false);
+            }
+        }
+        let ti = match st.time_index(base) {
+            Ok(i) => i,
+            Err(IndexError::Io { .. }) | Err(IndexError::Corrupt { .. }) => return Ok(false),
+            Err(e) => return Err(idx_err(e)),
+        };
+        if ti.sanity_check().is_err() {
+            return Ok(false);
+        }
+        let n = ti.entries();
+        if n >= 2 {
+            let (a, b) = (ti.entry(n - 2), ti.entry(n - 1));
+            if b.timestamp <= a.timestamp || b.offset < a.offset {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Index fill: (offset entries, offset max, time entries, time max).
+    ///
+    /// # Errors
+    /// Index errors (opening the lazy indexes).
+    pub fn index_fill(&self) -> Result<(usize, usize, usize, usize), LogError> {
+        let mut st = self.lock();
+        let base = self.base_offset;
+        let (oe, om) = {
+            let i = st.offset_index(base).map_err(idx_err)?;
+            (i.entries(), i.max_entries())
+        };
+        let i = st.time_index(base).map_err(idx_err)?;
+        Ok((oe, om, i.entries(), i.max_entries()))
+    }
+
+    /// Rename every file of the segment from `old_suffix` to `new_suffix`
+    /// (e.g. `""` → `.deleted`). Index files never materialised are not
+    /// created (§13.6). Order: .log, .index, .timeindex, .txnindex.
+    ///
+    /// # Errors
+    /// The first rename error.
+    pub fn change_suffix(&self, old_suffix: &str, new_suffix: &str) -> Result<(), LogError> {
+        let mut st = self.lock();
+        let swap = |p: &Path| -> PathBuf {
+            let s = p.to_string_lossy();
+            let stem = s.strip_suffix(old_suffix).unwrap_or(&s);
+            PathBuf::from(format!("{stem}{new_suffix}"))
+        };
+        let new_log = swap(&st.log_path);
+        fs::rename(&st.log_path, &new_log)
+            .map_err(|e| LogError::io(&st.log_path, "rename segment", e))?;
+        st.log_path = new_log;
+        match &mut st.offset_index {
+            Lazy::Unopened(p) => {
+                let np = swap(p);
+                rename_if_exists(p, &np)?;
+                *p = np;
+            }
+            Lazy::Open(i) => {
+                let np = swap(i.path());
+                i.rename_to(&np).map_err(idx_err)?;
+            }
+        }
+        match &mut st.time_index {
+            Lazy::Unopened(p) => {
+                let np = swap(p);
+                rename_if_exists(p, &np)?;
+                *p = np;
+            }
+            Lazy::Open(i) => {
+                let np = swap(i.path());
+                i.rename_to(&np).map_err(idx_err)?;
+            }
+        }
+        let np = swap(&st.txn_path);
+        rename_if_exists(&st.txn_path, &np)?;
+        st.txn_path = np;
+        Ok(())
+    }
+
+    /// Delete every file of the segment (missing files are fine).
+    ///
+    /// # Errors
+    /// The first delete error other than "not found".
+    pub fn delete_files(&self) -> Result<(), LogError> {
+        let mut st = self.lock();
+        let paths = [
+            Some(st.log_path.clone()),
+            match &st.offset_index {
+                Lazy::Unopened(p) => Some(p.clone()),
+                Lazy::Open(i) => Some(i.path().to_path_buf()),
+            },
+            match &st.time_index {
+                Lazy::Unopened(p) => Some(p.clone()),
+                Lazy::Open(i) => Some(i.path().to_path_buf()),
+            },
+            Some(st.txn_path.clone()),
+        ];
+        // Drop the mappings first.
+        let op = std::mem::replace(&mut st.offset_index, Lazy::Unopened(PathBuf::new()));
+        let tp = std::mem::replace(&mut st.time_index, Lazy::Unopened(PathBuf::new()));
+        drop(op);
+        drop(tp);
+        for p in paths.into_iter().flatten() {
+            match fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(&p, "delete segment file", e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// First offset whose batch has `max_timestamp >= ts`, at or after
+    /// `starting_offset` (Kafka `findOffsetByTimestamp`, batch granularity:
+    /// the returned offset is the batch's base offset clamped to
+    /// `starting_offset`, and the timestamp is the batch's max).
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn find_offset_by_timestamp(
+        &self,
+        ts: Timestamp,
+        starting_offset: Offset,
+    ) -> Result<Option<(Timestamp, Offset, BatchSummary)>, LogError> {
+        let pos = {
+            let mut st = self.lock();
+            let base = self.base_offset;
+            let entry = st.time_index(base).map_err(idx_err)?.lookup(ts);
+            let target = entry.offset.max(starting_offset);
+            st.offset_index(base)
+                .map_err(idx_err)?
+                .lookup(target)
+                .position
+                .0 as u64
+        };
+        let mut it = FileBatches::new(&self.file, pos, self.size(), LOOKUP_CHUNK);
+        while let Some(item) = it.next_header() {
+            match item {
+                Ok(b) if b.max_timestamp >= ts && b.last_offset >= starting_offset => {
+                    return Ok(Some((
+                        b.max_timestamp,
+                        b.base_offset.max(starting_offset),
+                        b,
+                    )))
+                }
+                Ok(_) => {}
+                Err(ScanError::Corrupt { .. }) => break,
+                Err(ScanError::Io(e)) => return Err(LogError::io(self.log_path(), "read", e)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Summaries of every batch from `position` to the end (tests, tools).
+    ///
+    /// # Errors
+    /// I/O errors; a corrupt batch ends the list.
+    pub fn batch_summaries(&self) -> Result<Vec<(u64, u64, Offset, Offset, Timestamp)>, LogError> {
+        let mut out = Vec::new();
+        let mut it = FileBatches::new(&self.file, 0, self.size(), SCAN_CHUNK);
+        while let Some(item) = it.next_header() {
+            match item {
+                Ok(b) => out.push((
+                    b.position,
+                    b.size,
+                    b.base_offset,
+                    b.last_offset,
+                    b.max_timestamp,
+                )),
+                Err(ScanError::Corrupt { .. }) => break,
+                Err(ScanError::Io(e)) => return Err(LogError::io(self.log_path(), "read", e)),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn rename_if_exists(from: &Path, to: &Path) -> Result<(), LogError> {
+    match fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io(from, "rename index", e)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

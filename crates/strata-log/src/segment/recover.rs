@@ -1,0 +1,219 @@
+//! Segment recovery (§8.6) and truncation (§8.7).
+
+use std::sync::atomic::Ordering;
+
+use super::scan::{FileBatches, ScanError};
+use super::{idx_err, Segment, SCAN_CHUNK};
+use crate::batch::{BatchView, MAGIC_V2};
+use crate::error::LogError;
+use crate::index::TimestampOffset;
+use crate::types::{LeaderEpoch, Offset, Position, Timestamp};
+
+/// Where recovery reports the leader epochs it finds (the log's
+/// leader-epoch cache).
+pub trait EpochSink {
+    fn latest_epoch(&self) -> Option<LeaderEpoch>;
+    /// Record that `epoch` starts at `start_offset`.
+    ///
+    /// # Errors
+    /// Failure to persist the cache.
+    fn assign(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> Result<(), LogError>;
+}
+
+/// What [`Segment::recover`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SegmentRecovery {
+    /// Whole valid batches kept.
+    pub batches: usize,
+    /// Bytes cut from the end (torn or corrupt tail, preallocated zeros).
+    pub truncated_bytes: u64,
+    /// Next offset after the last valid batch (base when empty).
+    pub next_offset: Offset,
+    /// Position of the first invalid batch, when recovery stopped at one.
+    pub invalid_at: Option<u64>,
+}
+
+/// Kafka `ensureValid` for any magic: v2 needs 61 bytes and a good CRC-32C;
+/// v0/v1 need a good CRC-32 (IEEE) over magic..end.
+fn batch_is_valid(magic: i8, bytes: &[u8]) -> bool {
+    if magic >= MAGIC_V2 {
+        match BatchView::parse(bytes) {
+            Ok(v) => crate::batch::validate_batch(&v).is_ok(),
+            Err(_) => false,
+        }
+    } else {
+        // offset(8) size(4) crc(4) magic...
+        if bytes.len() < 12 + 4 + 2 {
+            return false;
+        }
+        let stored = u32::from_be_bytes(bytes[12..16].try_into().expect("4 bytes"));
+        crc32fast::hash(&bytes[16..]) == stored
+    }
+}
+
+impl Segment {
+    /// Kafka `recover` (§8.6): rebuild both indexes from the `.log`, keep
+    /// every valid batch up to the first invalid one and cut the rest,
+    /// assigning new leader epochs on the way.
+    ///
+    /// # Errors
+    /// [`LogError::OffsetOverflow`] for a batch beyond the relative range;
+    /// I/O and index errors.
+    pub fn recover(
+        &self,
+        mut epochs: Option<&mut dyn EpochSink>,
+    ) -> Result<SegmentRecovery, LogError> {
+        let base = self.base_offset;
+        let mut st = self.lock();
+        st.offset_index(base)
+            .and_then(|i| i.reset())
+            .map_err(idx_err)?;
+        st.time_index(base)
+            .and_then(|i| i.reset())
+            .map_err(idx_err)?;
+        // Transaction index entries are rebuilt by producer state (later issue);
+        // an existing file is emptied as Kafka's reset does.
+        if st.txn_path.exists() {
+            std::fs::File::create(&st.txn_path)
+                .map_err(|e| LogError::io(&st.txn_path, "reset txn index", e))?;
+        }
+        let mut max = TimestampOffset {
+            timestamp: Timestamp::NONE,
+            offset: base,
+        };
+        let interval = st.index_interval_bytes as u64;
+        let physical = self
+            .file
+            .metadata()
+            .map_err(|e| LogError::io(&st.log_path, "stat segment", e))?
+            .len();
+        let mut valid: u64 = 0;
+        let mut last_index_pos: u64 = 0;
+        let mut batches = 0;
+        let mut next_offset = base;
+        let mut invalid_at = None;
+        let mut it = FileBatches::new(&self.file, 0, physical, SCAN_CHUNK);
+        while let Some(item) = it.next_batch() {
+            let (b, bytes) = match item {
+                Ok(x) => x,
+                Err(ScanError::Corrupt { position }) => {
+                    invalid_at = Some(position);
+                    break;
+                }
+                Err(ScanError::Io(e)) => return Err(LogError::io(&st.log_path, "read", e)),
+            };
+            if !batch_is_valid(b.magic, bytes) {
+                invalid_at = Some(b.position);
+                break;
+            }
+            if b.last_offset.relative_to(base).is_none() {
+                return Err(LogError::OffsetOverflow {
+                    path: st.log_path.clone(),
+                    base_offset: base,
+                    largest: b.last_offset,
+                });
+            }
+            if b.max_timestamp > max.timestamp {
+                max = TimestampOffset {
+                    timestamp: b.max_timestamp,
+                    offset: b.last_offset,
+                };
+            }
+            if valid - last_index_pos > interval {
+                st.offset_index(base)
+                    .and_then(|i| i.append(b.last_offset, Position(valid as u32)))
+                    .map_err(idx_err)?;
+                st.time_index(base)
+                    .and_then(|i| i.maybe_append(max.timestamp, max.offset, false))
+                    .map_err(idx_err)?;
+                last_index_pos = valid;
+            }
+            valid += b.size;
+            batches += 1;
+            next_offset = b.next_offset();
+            if b.magic >= MAGIC_V2 && b.partition_leader_epoch.0 >= 0 {
+                if let Some(cache) = epochs.as_deref_mut() {
+                    let newer = cache
+                        .latest_epoch()
+                        .is_none_or(|e| b.partition_leader_epoch > e);
+                    if newer {
+                        cache.assign(b.partition_leader_epoch, b.base_offset)?;
+                    }
+                }
+            }
+        }
+        let truncated = physical - valid;
+        if truncated > 0 {
+            self.file
+                .set_len(valid)
+                .map_err(|e| LogError::io(&st.log_path, "truncate segment", e))?;
+        }
+        st.physical_len = valid;
+        self.size.store(valid, Ordering::Release);
+        st.max_timestamp = Some(max);
+        st.rolling_based_timestamp = None;
+        st.offset_index(base)
+            .and_then(|i| i.trim_to_valid_size())
+            .map_err(idx_err)?;
+        st.time_index(base)
+            .and_then(|i| i.maybe_append(max.timestamp, max.offset, true))
+            .map_err(idx_err)?;
+        st.time_index(base)
+            .and_then(|i| i.trim_to_valid_size())
+            .map_err(idx_err)?;
+        Ok(SegmentRecovery {
+            batches,
+            truncated_bytes: truncated,
+            next_offset,
+            invalid_at,
+        })
+    }
+
+    /// Kafka `truncateTo` (§8.7): drop every batch whose last offset is
+    /// `>= offset` (whole batches only), truncate the indexes and resize them
+    /// back to the maximum. Returns the bytes removed.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn truncate_to(&self, offset: Offset, now_ms: i64) -> Result<u64, LogError> {
+        let found = self.translate_offset(offset, 0)?;
+        let base = self.base_offset;
+        let mut st = self.lock();
+        let max_size = st.max_index_size;
+        st.offset_index(base)
+            .and_then(|i| {
+                i.truncate_to(offset)?;
+                i.resize(max_size).map(|_| ())
+            })
+            .map_err(idx_err)?;
+        st.time_index(base)
+            .and_then(|i| {
+                i.truncate_to(offset)?;
+                i.resize(max_size).map(|_| ())
+            })
+            .map_err(idx_err)?;
+        if st.txn_path.exists() {
+            let mut txn =
+                crate::index::TransactionIndex::open(&st.txn_path, base).map_err(idx_err)?;
+            txn.truncate_to(offset).map_err(idx_err)?;
+        }
+        let Some(found) = found else {
+            return Ok(0);
+        };
+        let old = self.size();
+        self.file
+            .set_len(found.position)
+            .map_err(|e| LogError::io(&st.log_path, "truncate segment", e))?;
+        st.physical_len = found.position;
+        self.size.store(found.position, Ordering::Release);
+        if found.position == 0 {
+            st.created_ms = now_ms;
+            st.rolling_based_timestamp = None;
+        }
+        st.bytes_since_last_index_entry = 0;
+        st.max_timestamp = None;
+        drop(st);
+        self.max_timestamp_so_far()?;
+        Ok(old - found.position)
+    }
+}
