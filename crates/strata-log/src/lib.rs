@@ -13,6 +13,7 @@
 //! - [`fs`]: atomic file replacement and directory fsync.
 //! - [`checkpoint`]: Kafka's text checkpoint files (recovery point, log start, ...).
 //! - [`leader_epoch`]: the leader-epoch cache and `leader-epoch-checkpoint`.
+//! - [`metadata`]: `partition.metadata`, `meta.properties`, `.kafka_cleanshutdown`.
 //! - [`index`]: the memory-mapped `.index` and `.timeindex` files and the `.txnindex`.
 //! - [`clock`]: injected wall and monotonic time ([`MockClock`] for tests).
 //! - [`config`]: topic-level configuration with Kafka's names and defaults.
@@ -20,6 +21,8 @@
 //! - [`segment`]: one `.log` with its lazy indexes (Kafka `LogSegment`).
 //! - [`log`]: one partition: append, read, roll, flush, truncate ([`Log`]).
 //! - [`loader`]: opening a partition directory and recovery (Kafka `LogLoader`).
+//! - [`manager`]: log directories, partitions, checkpoints, shutdown ([`LogManager`]).
+//! - [`producer_state`]: idempotent/transactional producer state and `.snapshot` files.
 
 pub mod batch;
 pub mod checkpoint;
@@ -29,10 +32,13 @@ pub mod error;
 pub mod format;
 pub mod fs;
 pub mod loader;
+pub mod manager;
 pub mod log;
+pub mod producer_state;
 pub mod segment;
 pub mod index;
 pub mod leader_epoch;
+pub mod metadata;
 pub mod types;
 
 pub use types::{
@@ -47,4 +53,5 @@ pub use log::{
     AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, SegmentInfo,
     TimestampAndOffset,
 };
+pub use manager::{LogDirInfo, LogManager, LogManagerConfig};
 pub use segment::Segment;

@@ -1,0 +1,700 @@
+//! The log manager (Kafka `LogManager`): log directories, the partitions in
+//! them, checkpoints, background flush/delete work and clean shutdown.
+//!
+//! # Locks
+//!
+//! - `logs` (`RwLock<BTreeMap<TopicPartition, Arc<Log>>>`): the live logs.
+//!   Held only to look up, insert or remove; never across file work.
+//! - `create` (`Mutex<()>`): serialises partition creation and deletion so
+//!   two callers never create the same partition twice.
+//! - `pending_dir_deletes`, `background`, `topic_config`: leaf locks.
+//!
+//! Each log dir has a [`DirHealth`] latch shared with its logs: the first
+//! I/O error in that dir takes it offline; the other dirs keep working.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::checkpoint::OffsetCheckpointFile;
+use crate::clock::SharedClock;
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::format::{self, DirKind, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
+use crate::loader::LoadParams;
+use crate::log::{DirHealth, Log};
+use crate::metadata;
+use crate::types::{Offset, TopicPartition};
+
+/// Broker-level settings of the log manager.
+#[derive(Clone, Debug)]
+pub struct LogManagerConfig {
+    pub log_dirs: Vec<PathBuf>,
+    pub default_config: LogConfig,
+    /// `num.recovery.threads.per.data.dir` (default 1).
+    pub recovery_threads_per_data_dir: usize,
+    pub broker_id: i32,
+    pub cluster_id: Option<String>,
+    /// `log.flush.offset.checkpoint.interval.ms` (default 60 000).
+    pub flush_offset_checkpoint_interval_ms: i64,
+    /// `log.flush.start.offset.checkpoint.interval.ms` (default 60 000).
+    pub flush_start_offset_checkpoint_interval_ms: i64,
+    /// `log.segment.delete.delay.ms` (default 60 000), for deleted partitions.
+    pub file_delete_delay_ms: i64,
+}
+
+impl LogManagerConfig {
+    /// Kafka's defaults for `log_dirs`.
+    pub fn new(log_dirs: Vec<PathBuf>) -> LogManagerConfig {
+        LogManagerConfig {
+            log_dirs,
+            default_config: LogConfig::default(),
+            recovery_threads_per_data_dir: 1,
+            broker_id: 0,
+            cluster_id: None,
+            flush_offset_checkpoint_interval_ms: 60_000,
+            flush_start_offset_checkpoint_interval_ms: 60_000,
+            file_delete_delay_ms: 60_000,
+        }
+    }
+}
+
+/// One log directory as DescribeLogDirs reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogDirInfo {
+    pub path: PathBuf,
+    pub online: bool,
+    pub partitions: Vec<TopicPartition>,
+    pub total_bytes: u64,
+    pub usable_bytes: u64,
+}
+
+/// A locked log directory.
+struct LogDir {
+    path: PathBuf,
+    health: Arc<DirHealth>,
+    /// Holds the `flock` on `.lock` for the manager's lifetime.
+    _lock: Option<File>,
+    /// The dir was clean at startup or all its logs loaded: the shutdown
+    /// marker may be written.
+    loaded_ok: AtomicBool,
+}
+
+struct PendingDirDelete {
+    path: PathBuf,
+    due_ms: i64,
+}
+
+/// Kafka `LogManager`. `Send + Sync`; share as `Arc<LogManager>`.
+pub struct LogManager {
+    config: LogManagerConfig,
+    clock: SharedClock,
+    dirs: Vec<LogDir>,
+    logs: RwLock<BTreeMap<TopicPartition, Arc<Log>>>,
+    create: Mutex<()>,
+    topic_config: RwLock<Option<Arc<dyn Fn(&str) -> LogConfig + Send + Sync>>>,
+    pending_dir_deletes: Mutex<Vec<PendingDirDelete>>,
+    last_recovery_checkpoint_ms: AtomicI64,
+    last_start_checkpoint_ms: AtomicI64,
+    background: Mutex<Option<JoinHandle<()>>>,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    shut_down: AtomicBool,
+}
+
+impl std::fmt::Debug for LogManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogManager")
+            .field("dirs", &self.config.log_dirs)
+            .finish()
+    }
+}
+
+fn lock_dir(dir: &Path) -> Result<File, LogError> {
+    let path = dir.join(format::LOCK_FILE);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| LogError::io(&path, "open lock file", e))?;
+    // SAFETY: flock on a descriptor this function owns; no memory involved.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.kind() == std::io::ErrorKind::WouldBlock {
+            return Err(LogError::DirLocked {
+                dir: dir.to_path_buf(),
+            });
+        }
+        return Err(LogError::io(&path, "lock log dir", err));
+    }
+    Ok(file)
+}
+
+/// Write `meta.properties` in a new log dir (KRaft v1 layout).
+fn ensure_meta_properties(dir: &Path, cfg: &LogManagerConfig) -> Result<(), LogError> {
+    let path = metadata::meta_properties_path(dir);
+    if path.exists() {
+        return Ok(());
+    }
+    let mut text = String::from("#\n#Written by Strata\n");
+    if let Some(cluster) = &cfg.cluster_id {
+        text.push_str(&format!("cluster.id={cluster}\n"));
+    }
+    let dir_id = metadata::uuid_to_kafka_string(&uuid::Uuid::new_v4());
+    text.push_str(&format!(
+        "directory.id={dir_id}\nnode.id={}\nversion=1\n",
+        cfg.broker_id
+    ));
+    crate::fs::write_atomically(&path, text.as_bytes())
+        .map_err(|e| LogError::io(&path, "write meta.properties", e))
+}
+
+fn checkpoint_err(path: &Path, e: crate::checkpoint::CheckpointError) -> LogError {
+    LogError::Checkpoint {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    }
+}
+
+/// Directories of a log dir that hold partitions (live or `-delete`).
+fn partition_dirs(dir: &Path) -> Result<Vec<(PathBuf, format::ParsedDir)>, LogError> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, "list log dir", e))? {
+        let entry = entry.map_err(|e| LogError::io(dir, "list log dir", e))?;
+        if !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "remote-log-index-cache" || name == "__cluster_metadata-0" {
+            continue;
+        }
+        match format::parse_partition_dir_name(&name) {
+            Ok(parsed) => out.push((entry.path(), parsed)),
+            Err(_) => {
+                tracing::warn!(dir = %entry.path().display(), "skipping a non-partition directory")
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+impl LogManager {
+    /// Lock every dir, take its clean-shutdown marker, read its checkpoints
+    /// and load every partition with `recovery_threads_per_data_dir`
+    /// threads per dir. A dir that fails with an I/O error goes offline; the
+    /// manager opens as long as one dir is online.
+    ///
+    /// # Errors
+    /// [`LogError::DirLocked`] when another process holds a dir;
+    /// [`LogError::NoOnlineDir`] when every dir failed.
+    pub fn open(config: LogManagerConfig, clock: SharedClock) -> Result<Arc<LogManager>, LogError> {
+        let mut dirs = Vec::new();
+        let mut logs = BTreeMap::new();
+        let mut pending = Vec::new();
+        for path in &config.log_dirs {
+            let health = DirHealth::new(path);
+            let prepared = (|| {
+                fs::create_dir_all(path).map_err(|e| LogError::io(path, "create log dir", e))?;
+                let lock = lock_dir(path)?;
+                ensure_meta_properties(path, &config)?;
+                Ok::<_, LogError>(lock)
+            })();
+            let lock = match prepared {
+                Ok(l) => Some(l),
+                Err(e @ LogError::DirLocked { .. }) => return Err(e),
+                Err(e) => {
+                    tracing::error!(dir = %path.display(), error = %e, "log dir offline at startup");
+                    health.mark_offline();
+                    None
+                }
+            };
+            let dir = LogDir {
+                path: path.clone(),
+                health,
+                _lock: lock,
+                loaded_ok: AtomicBool::new(false),
+            };
+            if dir.health.is_online() {
+                match Self::load_dir(&config, &clock, &dir, &mut pending) {
+                    Ok(loaded) => {
+                        for log in loaded {
+                            logs.insert(log.topic_partition().clone(), log);
+                        }
+                        dir.loaded_ok.store(true, Ordering::Release);
+                    }
+                    Err(e) => {
+                        tracing::error!(dir = %path.display(), error = %e, "log dir offline: load failed");
+                        dir.health.mark_offline();
+                    }
+                }
+            }
+            dirs.push(dir);
+        }
+        if !dirs.iter().any(|d| d.health.is_online()) {
+            return Err(LogError::NoOnlineDir);
+        }
+        let now = clock.now_ms();
+        Ok(Arc::new(LogManager {
+            config,
+            clock,
+            dirs,
+            logs: RwLock::new(logs),
+            create: Mutex::new(()),
+            topic_config: RwLock::new(None),
+            pending_dir_deletes: Mutex::new(pending),
+            last_recovery_checkpoint_ms: AtomicI64::new(now),
+            last_start_checkpoint_ms: AtomicI64::new(now),
+            background: Mutex::new(None),
+            stop: Arc::new((Mutex::new(false), Condvar::new())),
+            shut_down: AtomicBool::new(false),
+        }))
+    }
+
+    fn load_dir(
+        config: &LogManagerConfig,
+        clock: &SharedClock,
+        dir: &LogDir,
+        pending: &mut Vec<PendingDirDelete>,
+    ) -> Result<Vec<Arc<Log>>, LogError> {
+        let clean = metadata::take_clean_shutdown_marker(&dir.path)
+            .map_err(|e| LogError::io(&dir.path, "take clean shutdown marker", e))?;
+        let rp_file = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT);
+        let ls_file = OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT);
+        let recovery_points = rp_file.read().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "unreadable recovery-point checkpoint; recovering everything");
+            BTreeMap::new()
+        });
+        let log_starts = ls_file.read().unwrap_or_default();
+        let mut jobs = Vec::new();
+        let now = clock.now_ms();
+        for (path, parsed) in partition_dirs(&dir.path)? {
+            match parsed.kind {
+                DirKind::Delete => pending.push(PendingDirDelete {
+                    path,
+                    due_ms: now.saturating_add(config.file_delete_delay_ms),
+                }),
+                DirKind::Live => {
+                    let params = LoadParams {
+                        recovery_point: recovery_points
+                            .get(&parsed.tp)
+                            .copied()
+                            .unwrap_or(Offset(0)),
+                        log_start_offset: log_starts.get(&parsed.tp).copied().unwrap_or(Offset(0)),
+                        had_clean_shutdown: clean,
+                    };
+                    jobs.push((path, params));
+                }
+                DirKind::Future | DirKind::Stray => {
+                    tracing::warn!(dir = %path.display(), "leaving a -future/-stray directory alone")
+                }
+            }
+        }
+        let threads = config
+            .recovery_threads_per_data_dir
+            .max(1)
+            .min(jobs.len().max(1));
+        let queue = Mutex::new(jobs.into_iter());
+        let results = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for i in 0..threads {
+                let (queue, results) = (&queue, &results);
+                std::thread::Builder::new()
+                    .name(format!("strata-log-recovery-{i}"))
+                    .spawn_scoped(s, move || loop {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((path, params)) = next else { break };
+                        let cfg = config.default_config.clone();
+                        let r = Log::open(&path, cfg, params, clock.clone(), dir.health.clone());
+                        results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+                    })
+                    .expect("spawn recovery thread");
+            }
+        });
+        results
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .collect()
+    }
+
+    /// Per-topic config overrides for logs created or loaded later.
+    pub fn set_topic_config_provider(&self, f: Arc<dyn Fn(&str) -> LogConfig + Send + Sync>) {
+        let logs = self.all_logs();
+        for log in logs {
+            log.update_config(f(&log.topic_partition().topic));
+        }
+        *self.topic_config.write().unwrap_or_else(|e| e.into_inner()) = Some(f);
+    }
+
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
+    pub fn get_log(&self, tp: &TopicPartition) -> Option<Arc<Log>> {
+        self.logs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tp)
+            .cloned()
+    }
+
+    pub fn all_logs(&self) -> Vec<Arc<Log>> {
+        self.logs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    fn dir_of(&self, log: &Log) -> Option<&LogDir> {
+        self.dirs
+            .iter()
+            .find(|d| Arc::ptr_eq(&d.health, log.dir_health()))
+    }
+
+    /// The existing log, or a new one in the online dir with the fewest
+    /// partitions; writes `partition.metadata` when `topic_id` is given.
+    ///
+    /// # Errors
+    /// [`LogError::NoOnlineDir`]; storage errors (that dir goes offline).
+    pub fn get_or_create_log(
+        &self,
+        tp: &TopicPartition,
+        config: LogConfig,
+        topic_id: Option<uuid::Uuid>,
+    ) -> Result<Arc<Log>, LogError> {
+        if let Some(log) = self.get_log(tp) {
+            return Ok(log);
+        }
+        let _g = self.create.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(log) = self.get_log(tp) {
+            return Ok(log);
+        }
+        let logs = self.all_logs();
+        let dir = self
+            .dirs
+            .iter()
+            .filter(|d| d.health.is_online())
+            .min_by_key(|d| {
+                logs.iter()
+                    .filter(|l| Arc::ptr_eq(l.dir_health(), &d.health))
+                    .count()
+            })
+            .ok_or(LogError::NoOnlineDir)?;
+        let path = dir.path.join(format::partition_dir_name(tp));
+        let r = (|| {
+            fs::create_dir_all(&path)
+                .map_err(|e| LogError::io(&path, "create partition dir", e))?;
+            let params = LoadParams {
+                had_clean_shutdown: true,
+                ..LoadParams::default()
+            };
+            let log = Log::open(
+                &path,
+                config,
+                params,
+                self.clock.clone(),
+                dir.health.clone(),
+            )?;
+            if let Some(id) = topic_id {
+                metadata::PartitionMetadata::new(id)
+                    .write(&path)
+                    .map_err(|e| LogError::Checkpoint {
+                        path: path.clone(),
+                        source: Box::new(e),
+                    })?;
+            }
+            crate::fs::fsync_dir(&dir.path)
+                .map_err(|e| LogError::io(&dir.path, "fsync log dir", e))?;
+            Ok::<_, LogError>(log)
+        })();
+        match r {
+            Ok(log) => {
+                self.logs
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(tp.clone(), log.clone());
+                Ok(log)
+            }
+            Err(e) => {
+                if e.is_storage_failure() {
+                    dir.health.mark_offline();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Remove the partition: rename its dir to `<tp>.<uuid>-delete` now and
+    /// delete it after `file_delete_delay_ms`.
+    ///
+    /// # Errors
+    /// Storage errors renaming the directory.
+    pub fn async_delete(&self, tp: &TopicPartition) -> Result<(), LogError> {
+        let _g = self.create.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(log) = self
+            .logs
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tp)
+        else {
+            return Ok(());
+        };
+        log.close_abruptly();
+        let old = log.dir();
+        let parent = old.parent().map(Path::to_path_buf).unwrap_or_default();
+        let new = parent.join(format::delete_dir_name(tp));
+        if let Err(e) = fs::rename(&old, &new) {
+            log.dir_health().mark_offline();
+            return Err(LogError::io(&old, "rename partition dir for deletion", e));
+        }
+        log.set_dir(new.clone());
+        let _ = crate::fs::fsync_dir(&parent);
+        self.pending_dir_deletes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(PendingDirDelete {
+                path: new,
+                due_ms: self
+                    .clock
+                    .now_ms()
+                    .saturating_add(self.config.file_delete_delay_ms),
+            });
+        Ok(())
+    }
+
+    /// Every configured dir with its state and partitions.
+    pub fn log_dirs(&self) -> Vec<LogDirInfo> {
+        let logs = self.all_logs();
+        self.dirs
+            .iter()
+            .map(|d| {
+                let (total_bytes, usable_bytes) = disk_space(&d.path).unwrap_or((0, 0));
+                LogDirInfo {
+                    path: d.path.clone(),
+                    online: d.health.is_online(),
+                    partitions: logs
+                        .iter()
+                        .filter(|l| Arc::ptr_eq(l.dir_health(), &d.health))
+                        .map(|l| l.topic_partition().clone())
+                        .collect(),
+                    total_bytes,
+                    usable_bytes,
+                }
+            })
+            .collect()
+    }
+
+    /// Write `recovery-point-offset-checkpoint` and
+    /// `log-start-offset-checkpoint` in every online dir.
+    ///
+    /// # Errors
+    /// The first checkpoint write error (its dir goes offline).
+    pub fn checkpoint_all(&self) -> Result<(), LogError> {
+        self.checkpoint(true, true)
+    }
+
+    fn checkpoint(&self, recovery: bool, start: bool) -> Result<(), LogError> {
+        let logs = self.all_logs();
+        let mut first_err = None;
+        for d in self.dirs.iter().filter(|d| d.health.is_online()) {
+            let mine: Vec<_> = logs
+                .iter()
+                .filter(|l| Arc::ptr_eq(l.dir_health(), &d.health))
+                .collect();
+            let mut files = Vec::new();
+            if recovery {
+                let map = mine
+                    .iter()
+                    .map(|l| (l.topic_partition().clone(), l.recovery_point()))
+                    .collect();
+                files.push((RECOVERY_POINT_CHECKPOINT, map));
+            }
+            if start {
+                let map = mine
+                    .iter()
+                    .map(|l| (l.topic_partition().clone(), l.log_start_offset()))
+                    .collect();
+                files.push((LOG_START_OFFSET_CHECKPOINT, map));
+            }
+            for (name, map) in files {
+                let file = OffsetCheckpointFile::in_dir(&d.path, name);
+                if let Err(e) = file.write(&map) {
+                    d.health.mark_offline();
+                    first_err.get_or_insert(checkpoint_err(file.path(), e));
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// One round of background work: flushes due by `flush.ms`, expired
+    /// `.deleted` segment files and `-delete` dirs, and checkpoints whose
+    /// interval has passed. Errors take the failing dir offline and are
+    /// logged; the round continues with the other dirs.
+    pub fn run_background_once(&self) {
+        let now = self.clock.now_ms();
+        for log in self.all_logs() {
+            if !log.dir_health().is_online() {
+                continue;
+            }
+            if let Err(e) = log.maybe_flush_by_time() {
+                tracing::error!(tp = %log.topic_partition(), error = %e, "background flush failed");
+            }
+            if let Err(e) = log.delete_expired_files() {
+                tracing::error!(tp = %log.topic_partition(), error = %e, "segment file deletion failed");
+            }
+        }
+        let due: Vec<PendingDirDelete> = {
+            let mut pending = self
+                .pending_dir_deletes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let (due, keep) = pending.drain(..).partition(|p| p.due_ms <= now);
+            *pending = keep;
+            due
+        };
+        for p in due {
+            if let Err(e) = fs::remove_dir_all(&p.path) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::error!(dir = %p.path.display(), error = %e, "partition dir deletion failed");
+                }
+            }
+        }
+        let rp_due = now - self.last_recovery_checkpoint_ms.load(Ordering::Acquire)
+            >= self.config.flush_offset_checkpoint_interval_ms;
+        let ls_due = now - self.last_start_checkpoint_ms.load(Ordering::Acquire)
+            >= self.config.flush_start_offset_checkpoint_interval_ms;
+        if rp_due || ls_due {
+            if let Err(e) = self.checkpoint(rp_due, ls_due) {
+                tracing::error!(error = %e, "checkpoint write failed");
+            }
+            if rp_due {
+                self.last_recovery_checkpoint_ms
+                    .store(now, Ordering::Release);
+            }
+            if ls_due {
+                self.last_start_checkpoint_ms.store(now, Ordering::Release);
+            }
+        }
+    }
+
+    /// Start the named background thread (`strata-log-manager`) running
+    /// [`Self::run_background_once`] once a second until shutdown.
+    pub fn start_background(self: &Arc<Self>) {
+        let mut slot = self.background.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            return;
+        }
+        let me = Arc::downgrade(self);
+        let stop = self.stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("strata-log-manager".into())
+            .spawn(move || loop {
+                {
+                    let (lock, cv) = &*stop;
+                    let stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    let (stopped, _) = cv
+                        .wait_timeout_while(stopped, Duration::from_secs(1), |s| !*s)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if *stopped {
+                        return;
+                    }
+                }
+                let Some(mgr) = me.upgrade() else { return };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    mgr.run_background_once()
+                }));
+                if r.is_err() {
+                    tracing::error!("panic in the log manager's background round (contained)");
+                }
+            })
+            .expect("spawn log manager thread");
+        *slot = Some(handle);
+    }
+
+    /// Clean shutdown: stop the background thread, flush and close every
+    /// log, write both checkpoints, then `.kafka_cleanshutdown` in each dir
+    /// whose logs all closed cleanly.
+    ///
+    /// # Errors
+    /// The first error met (later dirs are still shut down).
+    pub fn shutdown(&self) -> Result<(), LogError> {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let (lock, cv) = &*self.stop;
+            *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        }
+        if let Some(h) = self
+            .background
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = h.join();
+        }
+        let logs = self.all_logs();
+        let mut first_err: Option<LogError> = None;
+        let mut dir_ok: BTreeMap<PathBuf, bool> = self
+            .dirs
+            .iter()
+            .map(|d| {
+                (
+                    d.path.clone(),
+                    d.health.is_online() && d.loaded_ok.load(Ordering::Acquire),
+                )
+            })
+            .collect();
+        for log in &logs {
+            if let Err(e) = log.close() {
+                if let Some(d) = self.dir_of(log) {
+                    dir_ok.insert(d.path.clone(), false);
+                }
+                first_err.get_or_insert(e);
+            }
+        }
+        if let Err(e) = self.checkpoint_all() {
+            first_err.get_or_insert(e);
+        }
+        for d in &self.dirs {
+            if dir_ok.get(&d.path).copied().unwrap_or(false) && d.health.is_online() {
+                if let Err(e) = metadata::write_clean_shutdown_marker(&d.path, -1) {
+                    first_err.get_or_insert(LogError::io(
+                        &d.path,
+                        "write clean shutdown marker",
+                        e,
+                    ));
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// (total, usable) bytes of the file system holding `path`.
+fn disk_space(path: &Path) -> Option<(u64, u64)> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a zeroed struct
+    // that statvfs fills; nothing is retained.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    if rc != 0 {
+        return None;
+    }
+    let frsize = st.f_frsize as u64;
+    Some((st.f_blocks as u64 * frsize, st.f_bavail as u64 * frsize))
+}
