@@ -59,7 +59,7 @@ pub enum CheckpointError {
 
 /// Split `text` into lines as Java's `BufferedReader.readLine` does: lines
 /// end at `\n`, `\r` or `\r\n`, and a final terminator adds no empty line.
-fn java_lines(text: &str) -> Vec<&str> {
+pub(crate) fn java_lines(text: &str) -> Vec<&str> {
     let mut lines = Vec::new();
     let bytes = text.as_bytes();
     let (mut start, mut i) = (0, 0);
