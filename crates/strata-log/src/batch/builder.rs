@@ -18,7 +18,7 @@ use super::control::EndTransactionMarker;
 use super::record::RecordHeader;
 use super::varint::{varint_size, varlong_size, write_varint, write_varlong};
 use super::{
-    crc32c, Compression, TimestampType, ATTRIBUTES_POS, CRC_POS, LOG_OVERHEAD, MAGIC_V2,
+    crc32c, BatchView, Compression, TimestampType, ATTRIBUTES_POS, CRC_POS, LOG_OVERHEAD, MAGIC_V2,
     NO_SEQUENCE, RECORD_BATCH_OVERHEAD,
 };
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
@@ -50,6 +50,7 @@ pub struct BatchBuilder {
     records: Vec<u8>,
     count: i32,
     last_offset: Option<Offset>,
+    last_offset_override: Option<Offset>,
     base_timestamp: Option<i64>,
     max_timestamp: i64,
 }
@@ -72,6 +73,7 @@ impl BatchBuilder {
             records: Vec::new(),
             count: 0,
             last_offset: None,
+            last_offset_override: None,
             base_timestamp: None,
             max_timestamp: Timestamp::NONE.0,
         }
@@ -131,6 +133,32 @@ impl BatchBuilder {
         } else {
             TimestampType::CreateTime
         }
+    }
+
+    /// Keep LastOffsetDelta at `last` although the records after the last
+    /// appended one are gone, as the cleaner does (Kafka's
+    /// `overrideLastOffset`): producer state needs the original last offset.
+    ///
+    /// # Errors
+    /// [`BuildError::OffsetNotIncreasing`] if `last` is below the last
+    /// appended offset, [`BuildError::OffsetOutOfRange`] beyond the delta range.
+    pub fn override_last_offset(&mut self, last: Offset) -> Result<(), BuildError> {
+        if let Some(previous) = self.last_offset {
+            if last < previous {
+                return Err(BuildError::OffsetNotIncreasing {
+                    offset: last,
+                    previous,
+                });
+            }
+        }
+        if !(0..=i32::MAX as i64).contains(&(last.0.wrapping_sub(self.base_offset.0))) {
+            return Err(BuildError::OffsetOutOfRange {
+                offset: last,
+                base: self.base_offset,
+            });
+        }
+        self.last_offset_override = Some(last);
+        Ok(())
     }
 
     /// Records appended so far.
@@ -242,8 +270,12 @@ impl BatchBuilder {
         out.resize(start + RECORD_BATCH_OVERHEAD, 0);
         compress_into(self.compression, &self.records, out);
         let size = out.len() - start;
-        let last_offset_delta =
-            (self.last_offset.expect("count > 0").0 - self.base_offset.0) as i32;
+        let last_offset_delta = (self
+            .last_offset_override
+            .or(self.last_offset)
+            .expect("count > 0")
+            .0
+            - self.base_offset.0) as i32;
         let max_timestamp = self.log_append_time.map_or(self.max_timestamp, |t| t.0);
         let h = &mut out[start..start + RECORD_BATCH_OVERHEAD];
         h[0..8].copy_from_slice(&self.base_offset.0.to_be_bytes());
@@ -340,6 +372,39 @@ pub fn build_end_txn_marker(
     let value = marker.value_bytes();
     b.append(timestamp, Some(&key), Some(&value), &[]);
     b.build()
+}
+
+/// The header-only batch the cleaner keeps when it removes every record of
+/// `original` but must retain its metadata (Kafka's `writeEmptyHeader`):
+/// 61 bytes, count 0, same offsets, producer fields, leader epoch, timestamp
+/// type and MaxTimestamp; BaseTimestamp -1; uncompressed; no delete horizon.
+pub fn build_empty_batch_like(original: &BatchView<'_>) -> Vec<u8> {
+    let mut h = vec![0u8; RECORD_BATCH_OVERHEAD];
+    let mut attributes = 0u8;
+    if original.timestamp_type() == TimestampType::LogAppendTime {
+        attributes |= 0x08;
+    }
+    if original.is_transactional() {
+        attributes |= 0x10;
+    }
+    if original.is_control() {
+        attributes |= 0x20;
+    }
+    h[0..8].copy_from_slice(&original.base_offset().0.to_be_bytes());
+    h[8..12].copy_from_slice(&((RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32).to_be_bytes());
+    h[12..16].copy_from_slice(&original.partition_leader_epoch().0.to_be_bytes());
+    h[16] = MAGIC_V2 as u8;
+    h[21..23].copy_from_slice(&(attributes as i16).to_be_bytes());
+    h[23..27].copy_from_slice(&original.last_offset_delta().to_be_bytes());
+    h[27..35].copy_from_slice(&Timestamp::NONE.0.to_be_bytes());
+    h[35..43].copy_from_slice(&original.max_timestamp().0.to_be_bytes());
+    h[43..51].copy_from_slice(&original.producer_id().0.to_be_bytes());
+    h[51..53].copy_from_slice(&original.producer_epoch().0.to_be_bytes());
+    h[53..57].copy_from_slice(&original.base_sequence().to_be_bytes());
+    h[57..61].copy_from_slice(&0i32.to_be_bytes());
+    let crc = crc32c(&h[ATTRIBUTES_POS..]);
+    h[CRC_POS..CRC_POS + 4].copy_from_slice(&crc.to_be_bytes());
+    h
 }
 
 #[cfg(test)]

@@ -204,3 +204,66 @@ fn append_errors() {
 fn empty_builder_builds_nothing() {
     assert!(BatchBuilder::new(Offset(0)).build().is_empty());
 }
+
+#[test]
+fn override_last_offset_keeps_the_original_range() {
+    let mut b = BatchBuilder::new(Offset(10)).producer(ProducerId(3), ProducerEpoch(0), 100);
+    b.append_with_offset(Offset(11), Timestamp(1), Some(b"k"), None, &[])
+        .unwrap();
+    assert!(matches!(
+        b.override_last_offset(Offset(10)),
+        Err(BuildError::OffsetNotIncreasing { .. })
+    ));
+    b.override_last_offset(Offset(14)).unwrap();
+    let bytes = b.build();
+    let v = BatchView::parse(&bytes).unwrap();
+    assert_eq!(v.last_offset(), Offset(14));
+    assert_eq!(v.last_sequence(), 104);
+    assert_eq!(v.records_count(), 1);
+    assert_eq!(validate_batch_deep(&v), Ok(1));
+}
+
+#[test]
+fn empty_batch_keeps_the_original_metadata() {
+    let marker = build_end_txn_marker(
+        Offset(10),
+        LeaderEpoch(3),
+        ProducerId(7),
+        ProducerEpoch(1),
+        Timestamp(2000),
+        EndTransactionMarker::commit(5),
+    );
+    let original = BatchView::parse(&marker).unwrap();
+    let bytes = build_empty_batch_like(&original);
+    let v = BatchView::parse(&bytes).unwrap();
+    assert_eq!(v.size(), 61);
+    assert!(v.is_crc_valid());
+    assert_eq!(v.records_count(), 0);
+    assert_eq!(v.base_offset(), Offset(10));
+    assert_eq!(v.last_offset(), Offset(10));
+    assert_eq!(v.partition_leader_epoch(), LeaderEpoch(3));
+    assert!(v.is_control() && v.is_transactional());
+    assert_eq!(v.base_timestamp(), Timestamp::NONE);
+    assert_eq!(v.max_timestamp(), Timestamp(2000));
+    assert_eq!(
+        (v.producer_id(), v.producer_epoch()),
+        (ProducerId(7), ProducerEpoch(1))
+    );
+    assert_eq!(v.base_sequence(), -1);
+    assert_eq!(validate_batch_deep(&v), Ok(0));
+    assert_eq!(v.records().unwrap(), vec![]);
+
+    let mut b = BatchBuilder::new(Offset(0))
+        .compression(Compression::Gzip)
+        .log_append_time(Timestamp(99))
+        .producer(ProducerId(1), ProducerEpoch(2), 5);
+    b.append(Timestamp(1), None, None, &[]);
+    b.append(Timestamp(2), None, None, &[]);
+    let data = b.build();
+    let bytes = build_empty_batch_like(&BatchView::parse(&data).unwrap());
+    let v = BatchView::parse(&bytes).unwrap();
+    assert_eq!(v.compression(), Some(Compression::None));
+    assert_eq!(v.timestamp_type(), TimestampType::LogAppendTime);
+    assert_eq!(v.max_timestamp(), Timestamp(99));
+    assert_eq!(v.last_sequence(), 6);
+}

@@ -51,6 +51,8 @@ pub enum BatchError {
         previous: i32,
         last_offset_delta: i32,
     },
+    #[error("compressed record with codec id {codec_id} inside a compressed legacy wrapper")]
+    NestedCompression { codec_id: u8 },
     #[error("invalid control record: {reason}")]
     InvalidControlRecord { reason: ControlFault },
 
@@ -170,6 +172,7 @@ impl BatchError {
             | TrailingBytes { .. }
             | OffsetDeltaOutOfOrder { .. }
             | InvalidControlRecord { .. }
+            | NestedCompression { .. }
             | NoBatches
             | MultipleBatches { .. }
             | NonZeroBaseOffset { .. }

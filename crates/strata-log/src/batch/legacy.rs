@@ -267,9 +267,10 @@ impl<'a> LegacyEntry<'a> {
             if e.magic != self.magic {
                 return Err(BatchError::UnsupportedMagic { magic: e.magic }.at(pos as u64));
             }
-            if e.compression()? != Compression::None {
-                return Err(BatchError::InvalidHeader {
-                    reason: "compressed record inside a compressed wrapper",
+            let inner_codec = e.attributes as u8 & 0x07;
+            if inner_codec != 0 {
+                return Err(BatchError::NestedCompression {
+                    codec_id: inner_codec,
                 }
                 .at(pos as u64));
             }

@@ -235,7 +235,7 @@ fn wrapper_errors() {
     let w = wrapper(1, Compression::Gzip, 0, 0, 0, &[nested]);
     assert!(matches!(
         read_legacy_entry(&w).unwrap().records().unwrap_err().kind(),
-        BatchError::InvalidHeader { .. }
+        BatchError::NestedCompression { codec_id: 1 }
     ));
     // Garbage stream.
     let w = entry(0, 1, 1, 0, None, Some(b"not gzip"));

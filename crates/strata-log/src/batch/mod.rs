@@ -23,6 +23,18 @@
 //! [`BatchView`] reads the header in place; [`BatchViewMut`] rewrites the fields
 //! the leader is allowed to touch. Validation of the records themselves,
 //! decompression and legacy (magic 0/1) reading live in the submodules.
+//!
+//! # Layout
+//!
+//! - this file: header view, in-place stamping, the segment [`BatchScanner`].
+//! - `record`: the zero-copy record reader ([`BatchView::record_iter`], [`Record`]).
+//! - `control`: control record keys and [`EndTransactionMarker`] values.
+//! - `validate`: [`validate_batch`] (Kafka `ensureValid`), [`validate_batch_deep`],
+//!   and the leader's [`validate_client_records`] + [`assign_offsets_in_place`].
+//! - `builder`: [`BatchBuilder`], [`build_end_txn_marker`], [`build_empty_batch_like`].
+//! - `legacy`: magic 0/1 entries ([`read_legacy_entry`]).
+//! - [`compression`]: bounded codecs; [`varint`]: Kafka's zig-zag varints.
+//! - `error`: [`BatchError`] and its Kafka [`ErrorClass`].
 
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
@@ -35,7 +47,7 @@ mod record;
 mod validate;
 pub mod varint;
 
-pub use builder::{build_end_txn_marker, BatchBuilder, BuildError};
+pub use builder::{build_empty_batch_like, build_end_txn_marker, BatchBuilder, BuildError};
 pub use control::{ControlRecordType, EndTransactionMarker};
 pub use error::{BatchError, ControlFault, DecompressionFault, ErrorClass, RecordFault};
 pub use legacy::{
