@@ -1,0 +1,282 @@
+//! Dump of `.index` and `.timeindex` files with Kafka's consistency checks
+//! against the segment (`dumpIndex`, `dumpTimeIndex`).
+
+use std::path::{Path, PathBuf};
+
+use strata_log::Offset;
+
+use super::lines::{IndexLine, TimeIndexLine};
+use super::{add, file_offset, Emitter, Options, Problems};
+use crate::read::index::{
+    lookup_position, offset_slots_in_use, parse_offset_index, parse_time_index, OffsetEntry,
+    OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE,
+};
+use crate::read::read_all;
+use crate::read::records::{last_offset, scan, Scanned};
+
+/// `<dir>/<prefix><suffix>` for the sibling of an index file.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = name.split('.').next().unwrap_or_default();
+    path.with_file_name(format!("{prefix}{suffix}"))
+}
+
+/// Read a file or report it; `None` after reporting.
+fn read_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Vec<u8>> {
+    match read_all(path) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            problems.io = true;
+            em.error(&e.to_string());
+            None
+        }
+    }
+}
+
+fn base_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Offset> {
+    match file_offset(path) {
+        Ok(o) => Some(Offset(o)),
+        Err(msg) => {
+            problems.io = true;
+            em.error(&msg);
+            None
+        }
+    }
+}
+
+/// Kafka's `OffsetIndex.sanityCheck` message, if the index fails it.
+fn offset_sanity(path: &Path, len: usize, base: Offset, entries: &[OffsetEntry]) -> Option<String> {
+    let abs = super::absolute(path);
+    if !len.is_multiple_of(OFFSET_ENTRY_SIZE) {
+        return Some(format!(
+            "Index file {} is corrupt, found {len} bytes which is neither positive nor a multiple of {OFFSET_ENTRY_SIZE}",
+            abs.display()
+        ));
+    }
+    let last = entries.last()?;
+    (last.offset < base).then(|| {
+        format!(
+            "Corrupt index found, index file ({}) has non-zero size but the last offset is {} which is less than the base offset {}.",
+            abs.display(),
+            last.offset,
+            base
+        )
+    })
+}
+
+/// Dump an offset index.
+pub fn dump_index(path: &Path, opts: &Options, em: &mut Emitter, problems: &mut Problems) {
+    em.field("kind", "index");
+    let Some(base) = base_or_report(path, em, problems) else {
+        return;
+    };
+    em.field("base_offset", base.get());
+    let Some(bytes) = read_or_report(path, em, problems) else {
+        return;
+    };
+    let index = parse_offset_index(&bytes, base);
+    if index.entries.is_empty() {
+        em.field("empty", true);
+        em.line(&format!("{} is empty.", path.display()));
+        return;
+    }
+    if opts.sanity_only {
+        match offset_sanity(path, bytes.len(), base, &index.entries) {
+            None => {
+                em.field("sanity_check", "passed");
+                em.line(&format!("{} passed sanity check.", path.display()));
+            }
+            Some(msg) => {
+                problems.corrupt = true;
+                em.field("sanity_check", "failed");
+                em.error(&msg);
+            }
+        }
+        return;
+    }
+    let log_path = sibling(path, ".log");
+    let Some(log) = read_or_report(&log_path, em, problems) else {
+        return;
+    };
+    let mut mismatches = Vec::new();
+    for entry in &index.entries[..offset_slots_in_use(&index.entries)] {
+        let found = batch_last_offset_at(&log, entry.position, opts.max_message_size);
+        match found {
+            Some(last) if last == entry.offset => {}
+            Some(last) => mismatches.push((entry.offset.get(), last.get())),
+            None => {
+                problems.corrupt = true;
+                em.error(&format!(
+                    "{}: index entry for offset {} points at position {}, where {} has no batch",
+                    path.display(),
+                    entry.offset,
+                    entry.position,
+                    log_path.display()
+                ));
+            }
+        }
+        let line = IndexLine {
+            offset: entry.offset.get(),
+            position: entry.position,
+        };
+        if !opts.verify_only {
+            em.line(&line.text());
+            em.push("entries", line);
+        }
+    }
+    let json: Vec<_> = mismatches
+        .iter()
+        .map(|(i, l)| serde_json::json!({"index_offset": i, "log_offset": l}))
+        .collect();
+    em.field("mismatches", json);
+    add(&mut problems.index_mismatches, path, mismatches);
+}
+
+/// The last offset of the batch that starts at `position`, reading at most
+/// `max_message_size` bytes (Kafka's `fileRecords.slice(position, maxMessageSize)`).
+fn batch_last_offset_at(log: &[u8], position: i32, max_message_size: u32) -> Option<Offset> {
+    let start = usize::try_from(position).ok()?;
+    let end = log
+        .len()
+        .min(start.saturating_add(max_message_size as usize));
+    let slice = log.get(start..end)?;
+    let (items, _) = scan(slice);
+    items.first().and_then(last_offset)
+}
+
+/// Dump a time index.
+pub fn dump_time_index(path: &Path, opts: &Options, em: &mut Emitter, problems: &mut Problems) {
+    em.field("kind", "timeindex");
+    let Some(base) = base_or_report(path, em, problems) else {
+        return;
+    };
+    em.field("base_offset", base.get());
+    let Some(bytes) = read_or_report(path, em, problems) else {
+        return;
+    };
+    let index = parse_time_index(&bytes, base);
+    if opts.sanity_only {
+        let abs = super::absolute(path);
+        let failure = match (index.entries.first(), index.entries.last()) {
+            (Some(first), Some(last)) if last.timestamp < first.timestamp => Some(format!(
+                "Corrupt time index found, time index file ({}) has non-zero size but the last timestamp is {} which is less than the first timestamp {}",
+                abs.display(), last.timestamp.0, first.timestamp.0
+            )),
+            (Some(_), Some(last)) if last.offset < base => Some(format!(
+                "Corrupt time index found, time index file ({}) has non-zero size but the last offset is {} which is less than the first offset {}",
+                abs.display(), last.offset, base
+            )),
+            _ if !bytes.len().is_multiple_of(TIME_ENTRY_SIZE) => Some(format!(
+                "Time index file {} is corrupt, found {} bytes which is neither positive nor a multiple of {TIME_ENTRY_SIZE}",
+                abs.display(), bytes.len()
+            )),
+            _ => None,
+        };
+        match failure {
+            None => {
+                em.field("sanity_check", "passed");
+                em.line(&format!("{} passed sanity check.", path.display()));
+            }
+            Some(msg) => {
+                problems.corrupt = true;
+                em.field("sanity_check", "failed");
+                em.error(&msg);
+            }
+        }
+        return;
+    }
+    let Some(log) = read_or_report(&sibling(path, ".log"), em, problems) else {
+        return;
+    };
+    // A missing offset index is an empty one (Kafka's tool would create it).
+    let offset_entries = match read_all(&sibling(path, ".index")) {
+        Ok(b) => {
+            let idx = parse_offset_index(&b, base);
+            let used = offset_slots_in_use(&idx.entries);
+            idx.entries[..used].to_vec()
+        }
+        Err(_) => Vec::new(),
+    };
+    let (mut mismatch, mut out_of_order, mut not_found) = (Vec::new(), Vec::new(), Vec::new());
+    let mut prev_ts = -1i64;
+    for (i, entry) in index.entries.iter().enumerate() {
+        if i > 0 && entry.offset == base {
+            break;
+        }
+        let position = lookup_position(&offset_entries, entry.offset).max(0) as usize;
+        let slice = log.get(position..).unwrap_or_default();
+        let (items, _) = scan(slice);
+        let found = items
+            .iter()
+            .find(|it| last_offset(it).is_some_and(|l| l >= entry.offset));
+        match found {
+            None => not_found.push((entry.offset.get(), -1)),
+            Some(it) if last_offset(it) != Some(entry.offset) => {
+                not_found.push((entry.offset.get(), last_offset(it).map_or(-1, |o| o.get())))
+            }
+            Some(it) => {
+                let max_ts = max_record_timestamp(it);
+                if max_ts != entry.timestamp.0 {
+                    mismatch.push((entry.timestamp.0, max_ts));
+                }
+                if prev_ts >= entry.timestamp.0 {
+                    out_of_order.push((entry.timestamp.0, prev_ts));
+                }
+            }
+        }
+        let line = TimeIndexLine {
+            timestamp: entry.timestamp.0,
+            offset: entry.offset.get(),
+        };
+        if !opts.verify_only {
+            em.line(&line.text());
+            em.push("entries", line);
+        }
+        prev_ts = entry.timestamp.0;
+    }
+    let pairs = |v: &[(i64, i64)], a: &str, b: &str| -> Vec<serde_json::Value> {
+        v.iter()
+            .map(|(x, y)| serde_json::json!({a: x, b: y}))
+            .collect()
+    };
+    em.field(
+        "timestamp_mismatches",
+        pairs(&mismatch, "index_timestamp", "log_timestamp"),
+    );
+    em.field(
+        "out_of_order_timestamps",
+        pairs(&out_of_order, "index_timestamp", "previous_index_timestamp"),
+    );
+    em.field(
+        "offsets_not_found",
+        pairs(&not_found, "index_offset", "log_offset"),
+    );
+    add(&mut problems.time_mismatches, path, mismatch);
+    add(&mut problems.time_out_of_order, path, out_of_order);
+    add(&mut problems.time_not_found, path, not_found);
+}
+
+/// The largest record timestamp of a batch (Kafka iterates the records), or
+/// -1 when the records cannot be read.
+fn max_record_timestamp(item: &Scanned<'_>) -> i64 {
+    match item {
+        Scanned::V2 { batch, .. } => {
+            let mut scratch = Vec::new();
+            match batch.record_iter(&mut scratch) {
+                Ok(iter) => iter
+                    .filter_map(Result::ok)
+                    .map(|r| r.timestamp.0)
+                    .fold(-1, i64::max),
+                Err(_) => -1,
+            }
+        }
+        Scanned::Legacy { entry, .. } => entry
+            .records()
+            .map(|rs| rs.iter().map(|r| r.timestamp.0).fold(-1, i64::max))
+            .unwrap_or(entry.timestamp.0),
+        Scanned::Corrupt { .. } => -1,
+    }
+}

@@ -1,0 +1,169 @@
+//! Dump of `.txnindex`, producer `.snapshot`, checkpoint files and
+//! `partition.metadata`.
+//!
+//! Kafka's tool prints the first two (`dumpTxnIndex`, `dumpProducerIdSnapshot`);
+//! for checkpoints and `partition.metadata` (which it cannot read) Strata
+//! prints the file's own lines after checking them.
+
+use std::path::Path;
+
+use super::lines::{SnapshotBatchLine, SnapshotLine, TxnLine};
+use super::{Emitter, Problems};
+use crate::read::checkpoint::{
+    parse_partition_metadata, read_epoch_checkpoint, read_offset_checkpoint,
+};
+use crate::read::read_all;
+use crate::read::snapshot::parse_snapshot;
+use crate::read::txn::parse_txn_index;
+
+fn read_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Vec<u8>> {
+    match read_all(path) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            problems.io = true;
+            em.error(&e.to_string());
+            None
+        }
+    }
+}
+
+/// `dumpTxnIndex`.
+pub fn dump_txn_index(path: &Path, em: &mut Emitter, problems: &mut Problems) {
+    em.field("kind", "txnindex");
+    let Some(bytes) = read_or_report(path, em, problems) else {
+        return;
+    };
+    match parse_txn_index(&bytes) {
+        Ok(index) => {
+            for t in &index.entries {
+                let line = TxnLine {
+                    version: t.version,
+                    producer_id: t.producer_id.0,
+                    first_offset: t.first_offset.get(),
+                    last_offset: t.last_offset.get(),
+                    last_stable_offset: t.last_stable_offset.get(),
+                };
+                em.line(&line.text());
+                em.push("entries", line);
+            }
+            em.field("partial_bytes", index.partial_bytes);
+        }
+        Err(bad) => {
+            problems.corrupt = true;
+            em.error(&format!(
+                "Unexpected aborted transaction version {} in transaction index {}, current version is 0 (entry at position {})",
+                bad.version,
+                super::absolute(path).display(),
+                bad.position
+            ));
+        }
+    }
+}
+
+/// `dumpProducerIdSnapshot`.
+pub fn dump_snapshot(path: &Path, em: &mut Emitter, problems: &mut Problems) {
+    em.field("kind", "producer_snapshot");
+    let Some(bytes) = read_or_report(path, em, problems) else {
+        return;
+    };
+    match parse_snapshot(&bytes) {
+        Ok(entries) => {
+            for e in entries {
+                let line = SnapshotLine {
+                    producer_id: e.producer_id.0,
+                    producer_epoch: e.producer_epoch.0,
+                    coordinator_epoch: e.coordinator_epoch,
+                    current_txn_first_offset: e.current_txn_first_offset.map(|o| o.get()),
+                    last_timestamp: e.last_timestamp.0,
+                    batch: e.batch.map(|b| SnapshotBatchLine {
+                        first_sequence: b.first_sequence(),
+                        last_sequence: b.last_sequence,
+                        last_offset: b.last_offset.get(),
+                        offset_delta: b.offset_delta,
+                        timestamp: b.timestamp.0,
+                    }),
+                };
+                em.line(&line.text());
+                em.push("entries", line);
+            }
+        }
+        Err(e) => {
+            problems.corrupt = true;
+            em.error(&e.to_string());
+        }
+    }
+}
+
+/// An offset checkpoint: the version, count and entry lines as stored.
+pub fn dump_offset_checkpoint(path: &Path, em: &mut Emitter, problems: &mut Problems) {
+    em.field("kind", "offset_checkpoint");
+    if read_or_report(path, em, problems).is_none() {
+        return;
+    }
+    match read_offset_checkpoint(path) {
+        Ok(entries) => {
+            for e in &entries {
+                em.line(&format!(
+                    "topic: {} partition: {} offset: {}",
+                    e.tp.topic, e.tp.partition, e.offset
+                ));
+                em.push(
+                    "entries",
+                    serde_json::json!({"topic": e.tp.topic, "partition": e.tp.partition, "offset": e.offset.get()}),
+                );
+            }
+        }
+        Err(e) => {
+            problems.corrupt = true;
+            em.error(&e.to_string());
+        }
+    }
+}
+
+/// `leader-epoch-checkpoint`.
+pub fn dump_epoch_checkpoint(path: &Path, em: &mut Emitter, problems: &mut Problems) {
+    em.field("kind", "leader_epoch_checkpoint");
+    if read_or_report(path, em, problems).is_none() {
+        return;
+    }
+    match read_epoch_checkpoint(path) {
+        Ok(entries) => {
+            for e in &entries {
+                em.line(&format!(
+                    "epoch: {} startOffset: {}",
+                    e.epoch.0, e.start_offset
+                ));
+                em.push(
+                    "entries",
+                    serde_json::json!({"epoch": e.epoch.0, "start_offset": e.start_offset.get()}),
+                );
+            }
+        }
+        Err(e) => {
+            problems.corrupt = true;
+            em.error(&e.to_string());
+        }
+    }
+}
+
+/// `partition.metadata`.
+pub fn dump_partition_metadata(path: &Path, em: &mut Emitter, problems: &mut Problems) {
+    em.field("kind", "partition_metadata");
+    let Some(bytes) = read_or_report(path, em, problems) else {
+        return;
+    };
+    match parse_partition_metadata(&bytes) {
+        Ok(m) => {
+            em.line(&format!("version: {} topicId: {}", m.version, m.topic_id));
+            em.field("version", m.version);
+            em.field("topic_id", m.topic_id);
+        }
+        Err(e) => {
+            problems.corrupt = true;
+            em.error(&format!(
+                "{}: malformed partition.metadata: {e}",
+                path.display()
+            ));
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Raw `.index` and `.timeindex` slots, exactly as stored.
+//!
+//! Kafka opens an existing index with `entries = floor(length / entrySize)` and
+//! treats every slot as valid, including a zero-filled preallocated tail; the
+//! dump tool stops at the first slot (after the first) whose offset equals the
+//! base offset. These readers keep every slot so that callers can apply that
+//! rule (dump) or judge the tail (verify).
+//!
+//! Format (`reference/kafka-disk-format.md` §3.1, §4.1), big-endian, no header:
+//!
+//! ```text
+//! .index      relativeOffset i32 | position i32                 (8 bytes)
+//! .timeindex  timestamp i64      | relativeOffset i32           (12 bytes)
+//! ```
+
+use strata_log::{Offset, Timestamp};
+
+use super::{be_i32, be_i64};
+
+/// Size of one offset-index slot.
+pub const OFFSET_ENTRY_SIZE: usize = 8;
+/// Size of one time-index slot.
+pub const TIME_ENTRY_SIZE: usize = 12;
+
+/// One offset-index slot: the absolute offset and the `.log` position.
+///
+/// Format: `relativeOffset i32 | position i32`, offset = base + relative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffsetEntry {
+    pub offset: Offset,
+    /// The stored relative offset (negative values are corruption).
+    pub relative: i32,
+    /// The stored position (negative values are corruption).
+    pub position: i32,
+}
+
+/// One time-index slot.
+///
+/// Format: `timestamp i64 | relativeOffset i32`, offset = base + relative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeEntry {
+    pub timestamp: Timestamp,
+    pub offset: Offset,
+    pub relative: i32,
+}
+
+/// All slots of an index file plus the length of an incomplete trailing slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawIndex<E> {
+    pub entries: Vec<E>,
+    /// `length % entrySize`: bytes that do not form a whole slot.
+    pub partial_bytes: usize,
+    pub file_len: usize,
+}
+
+/// Decode every 8-byte slot of an `.index` file of the segment based at `base`.
+pub fn parse_offset_index(bytes: &[u8], base: Offset) -> RawIndex<OffsetEntry> {
+    let entries = bytes
+        .chunks_exact(OFFSET_ENTRY_SIZE)
+        .map(|c| {
+            let relative = be_i32(c, 0);
+            OffsetEntry {
+                offset: base.plus(relative as i64),
+                relative,
+                position: be_i32(c, 4),
+            }
+        })
+        .collect();
+    RawIndex {
+        entries,
+        partial_bytes: bytes.len() % OFFSET_ENTRY_SIZE,
+        file_len: bytes.len(),
+    }
+}
+
+/// Decode every 12-byte slot of a `.timeindex` file of the segment based at `base`.
+pub fn parse_time_index(bytes: &[u8], base: Offset) -> RawIndex<TimeEntry> {
+    let entries = bytes
+        .chunks_exact(TIME_ENTRY_SIZE)
+        .map(|c| {
+            let relative = be_i32(c, 8);
+            TimeEntry {
+                timestamp: Timestamp(be_i64(c, 0)),
+                offset: base.plus(relative as i64),
+                relative,
+            }
+        })
+        .collect();
+    RawIndex {
+        entries,
+        partial_bytes: bytes.len() % TIME_ENTRY_SIZE,
+        file_len: bytes.len(),
+    }
+}
+
+/// Number of slots before the zero-filled tail: Kafka's dump stops at the
+/// first slot `i > 0` whose offset equals the base offset.
+pub fn offset_slots_in_use(entries: &[OffsetEntry]) -> usize {
+    entries
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, e)| e.relative == 0)
+        .map_or(entries.len(), |(i, _)| i)
+}
+
+/// Kafka's `OffsetIndex.lookup(target).position`: the position of the largest
+/// entry with offset ≤ `target` among sorted `entries`, or 0 (the base entry).
+pub fn lookup_position(entries: &[OffsetEntry], target: Offset) -> i32 {
+    let idx = entries.partition_point(|e| e.offset <= target);
+    if idx == 0 {
+        0
+    } else {
+        entries[idx - 1].position
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_slots_decode_relative_to_base() {
+        let bytes = [0, 0, 0, 5, 0, 0, 1, 0, 0, 0, 0, 9, 0, 0, 2, 0, 0xff];
+        let idx = parse_offset_index(&bytes, Offset(100));
+        assert_eq!(idx.entries.len(), 2);
+        assert_eq!(idx.entries[0].offset, Offset(105));
+        assert_eq!(idx.entries[0].position, 256);
+        assert_eq!(idx.entries[1].offset, Offset(109));
+        assert_eq!(idx.partial_bytes, 1);
+    }
+
+    #[test]
+    fn zero_tail_is_cut_after_first_slot() {
+        let mut bytes = vec![0u8; 32];
+        bytes[3] = 0; // first slot (0, 0) is legitimate
+        bytes[11] = 4;
+        let idx = parse_offset_index(&bytes, Offset(0));
+        assert_eq!(offset_slots_in_use(&idx.entries), 2);
+    }
+
+    #[test]
+    fn time_slots_decode() {
+        let mut bytes = 1_700_000_000_000i64.to_be_bytes().to_vec();
+        bytes.extend_from_slice(&7i32.to_be_bytes());
+        let idx = parse_time_index(&bytes, Offset(10));
+        assert_eq!(idx.entries[0].timestamp, Timestamp(1_700_000_000_000));
+        assert_eq!(idx.entries[0].offset, Offset(17));
+        assert_eq!(idx.partial_bytes, 0);
+    }
+
+    #[test]
+    fn lookup_takes_largest_lower_bound() {
+        let e = |o, p| OffsetEntry {
+            offset: Offset(o),
+            relative: o as i32,
+            position: p,
+        };
+        let entries = [e(5, 100), e(9, 200)];
+        assert_eq!(lookup_position(&entries, Offset(4)), 0);
+        assert_eq!(lookup_position(&entries, Offset(5)), 100);
+        assert_eq!(lookup_position(&entries, Offset(8)), 100);
+        assert_eq!(lookup_position(&entries, Offset(100)), 200);
+    }
+}

@@ -1,0 +1,74 @@
+//! Read-only readers for every file of a Kafka log directory.
+//!
+//! `dump`, `verify` (and later `doctor`) share these. Nothing here opens a
+//! file for writing, resizes, locks or renames anything: the tools must be
+//! safe to run against the directory of a live broker.
+//!
+//! # Layout
+//!
+//! - [`index`]: raw `.index` / `.timeindex` entries, all slots as stored.
+//! - [`txn`]: `.txnindex` aborted-transaction entries.
+//! - [`snapshot`]: producer-state `.snapshot` files.
+//! - [`checkpoint`]: offset checkpoints, `leader-epoch-checkpoint`, `partition.metadata`.
+//! - [`records`]: batches of a `.log` file and the records inside them.
+
+pub mod checkpoint;
+pub mod index;
+pub mod records;
+pub mod snapshot;
+pub mod txn;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+/// A file could not be read.
+#[derive(Debug, Error)]
+#[error("{op} {path}: {source}")]
+pub struct ReadError {
+    pub path: PathBuf,
+    pub op: &'static str,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Read a whole file, read-only.
+///
+/// # Errors
+/// Any I/O error, with the path.
+pub fn read_all(path: &Path) -> Result<Vec<u8>, ReadError> {
+    read_prefix(path, u64::MAX)
+}
+
+/// Read at most `limit` bytes from the start of a file, read-only.
+///
+/// # Errors
+/// Any I/O error, with the path.
+pub fn read_prefix(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let err = |op, source| ReadError {
+        path: path.to_path_buf(),
+        op,
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(|e| err("open", e))?;
+    let mut bytes = Vec::new();
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| err("read", e))?;
+    Ok(bytes)
+}
+
+fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}

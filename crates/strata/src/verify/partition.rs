@@ -1,0 +1,307 @@
+//! Checks of one partition directory: its files, segments in offset order,
+//! indexes, producer snapshots, `leader-epoch-checkpoint` and
+//! `partition.metadata`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use strata_log::format as f;
+
+use super::findings::{Finding, Problem};
+use super::index::{check_offset_index, check_time_index, check_txn_index};
+use super::segment::check_segment;
+use crate::read::checkpoint::{parse_partition_metadata, read_epoch_checkpoint};
+use crate::read::read_all;
+use crate::read::snapshot::parse_snapshot;
+
+/// What was learned about a partition, for the log-dir checkpoint checks.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PartitionSummary {
+    pub dir: PathBuf,
+    pub segments: usize,
+    pub batches: usize,
+    /// The offset after the last batch; the last segment's base when it is empty.
+    pub log_end: i64,
+}
+
+/// The files of a partition directory, by role.
+#[derive(Default)]
+struct Listing {
+    segments: BTreeMap<i64, PathBuf>,
+    indexes: BTreeMap<i64, PathBuf>,
+    time_indexes: BTreeMap<i64, PathBuf>,
+    txn_indexes: BTreeMap<i64, PathBuf>,
+    snapshots: BTreeMap<i64, PathBuf>,
+    epoch_checkpoint: Option<PathBuf>,
+    partition_metadata: Option<PathBuf>,
+}
+
+fn offset_of(name: &str) -> Option<i64> {
+    f::offset_from_file_name(name).map(|o| o.get())
+}
+
+fn list(dir: &Path, out: &mut Vec<Finding>) -> Option<Listing> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            out.push(Finding::error(
+                dir,
+                None,
+                Problem::Unreadable {
+                    detail: e.to_string(),
+                },
+            ));
+            return None;
+        }
+    };
+    let mut l = Listing::default();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            continue;
+        }
+        let slot = |map: &mut BTreeMap<i64, PathBuf>, out: &mut Vec<Finding>| match offset_of(&name)
+        {
+            Some(o) => {
+                map.insert(o, path.clone());
+            }
+            None => out.push(Finding::warning(&path, None, Problem::UnknownFile)),
+        };
+        if name.ends_with(f::DELETED_SUFFIX) {
+            out.push(Finding::warning(&path, None, Problem::DeletedFile));
+        } else if name.ends_with(f::CLEANED_SUFFIX) {
+            out.push(Finding::error(
+                &path,
+                None,
+                Problem::LeftoverFile {
+                    suffix: f::CLEANED_SUFFIX,
+                    operation: "log cleaning or segment split",
+                },
+            ));
+        } else if name.ends_with(f::SWAP_SUFFIX) {
+            out.push(Finding::error(
+                &path,
+                None,
+                Problem::LeftoverFile {
+                    suffix: f::SWAP_SUFFIX,
+                    operation: "segment swap",
+                },
+            ));
+        } else if name.ends_with(f::TMP_SUFFIX) {
+            out.push(Finding::warning(
+                &path,
+                None,
+                Problem::LeftoverFile {
+                    suffix: f::TMP_SUFFIX,
+                    operation: "checkpoint or metadata write",
+                },
+            ));
+        } else if name == f::LEADER_EPOCH_CHECKPOINT {
+            l.epoch_checkpoint = Some(path);
+        } else if name == f::PARTITION_METADATA {
+            l.partition_metadata = Some(path);
+        } else if name.ends_with(f::LOG_SUFFIX) {
+            slot(&mut l.segments, out);
+        } else if name.ends_with(f::INDEX_SUFFIX) {
+            slot(&mut l.indexes, out);
+        } else if name.ends_with(f::TIME_INDEX_SUFFIX) {
+            slot(&mut l.time_indexes, out);
+        } else if name.ends_with(f::TXN_INDEX_SUFFIX) {
+            slot(&mut l.txn_indexes, out);
+        } else if name.ends_with(f::SNAPSHOT_SUFFIX) {
+            slot(&mut l.snapshots, out);
+        } else if !name.ends_with(".checkpoint") {
+            // `<offset>-<epoch>.checkpoint` files are KRaft snapshots.
+            out.push(Finding::warning(&path, None, Problem::UnknownFile));
+        }
+    }
+    Some(l)
+}
+
+fn read_or_report(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
+    match read_all(path) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            out.push(Finding::error(
+                path,
+                None,
+                Problem::Unreadable {
+                    detail: e.source.to_string(),
+                },
+            ));
+            None
+        }
+    }
+}
+
+/// Verify one partition directory; findings are appended to `out`.
+pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> PartitionSummary {
+    let mut summary = PartitionSummary {
+        dir: dir.to_path_buf(),
+        segments: 0,
+        batches: 0,
+        log_end: 0,
+    };
+    let Some(l) = list(dir, out) else {
+        return summary;
+    };
+    let mut previous_last: Option<i64> = None;
+    for (&base, path) in &l.segments {
+        let Some(bytes) = read_or_report(path, out) else {
+            continue;
+        };
+        let seg = check_segment(path, base, &bytes, deep, out);
+        if let Some(prev) = previous_last {
+            if base <= prev {
+                out.push(Finding::error(
+                    path,
+                    None,
+                    Problem::SegmentOverlap {
+                        segment_base: base,
+                        previous_last_offset: prev,
+                    },
+                ));
+            } else if let Some(first) = seg.batches.first() {
+                if first.base_offset <= prev {
+                    out.push(Finding::error(
+                        path,
+                        Some(first.position),
+                        Problem::OffsetNotIncreasing {
+                            base_offset: first.base_offset,
+                            previous_last_offset: prev,
+                        },
+                    ));
+                }
+            }
+        }
+        if let Some(p) = l.indexes.get(&base) {
+            if let Some(b) = read_or_report(p, out) {
+                check_offset_index(p, &b, &seg, out);
+            }
+        }
+        if let Some(p) = l.time_indexes.get(&base) {
+            if let Some(b) = read_or_report(p, out) {
+                check_time_index(p, &b, &seg, out);
+            }
+        }
+        if let Some(p) = l.txn_indexes.get(&base) {
+            if let Some(b) = read_or_report(p, out) {
+                check_txn_index(p, &b, &seg, out);
+            }
+        }
+        summary.segments += 1;
+        summary.batches += seg.batches.len();
+        summary.log_end = seg.last_offset().map_or(base, |o| o + 1);
+        previous_last = seg.last_offset().or(previous_last);
+    }
+    let bases: BTreeSet<i64> = l.segments.keys().copied().collect();
+    for (kind, map) in [
+        ("offset index", &l.indexes),
+        ("time index", &l.time_indexes),
+        ("transaction index", &l.txn_indexes),
+    ] {
+        for (base, path) in map {
+            if !bases.contains(base) {
+                out.push(Finding::warning(path, None, Problem::OrphanIndex { kind }));
+            }
+        }
+    }
+    for (&offset, path) in &l.snapshots {
+        let Some(bytes) = read_or_report(path, out) else {
+            continue;
+        };
+        if let Err(e) = parse_snapshot(&bytes) {
+            out.push(Finding::error(
+                path,
+                None,
+                Problem::CorruptSnapshot {
+                    detail: e.to_string(),
+                },
+            ));
+        } else if offset > summary.log_end {
+            out.push(Finding::warning(
+                path,
+                None,
+                Problem::SnapshotBeyondLogEnd {
+                    offset,
+                    log_end: summary.log_end,
+                },
+            ));
+        }
+    }
+    if let Some(path) = &l.epoch_checkpoint {
+        check_epochs(path, summary.log_end, out);
+    }
+    if let Some(path) = &l.partition_metadata {
+        if let Some(bytes) = read_or_report(path, out) {
+            if let Err(e) = parse_partition_metadata(&bytes) {
+                out.push(Finding::error(
+                    path,
+                    None,
+                    Problem::MalformedPartitionMetadata {
+                        detail: e.to_string(),
+                    },
+                ));
+            }
+        }
+    }
+    summary
+}
+
+fn check_epochs(path: &Path, log_end: i64, out: &mut Vec<Finding>) {
+    let entries = match read_epoch_checkpoint(path) {
+        Ok(c) => c,
+        Err(e) => {
+            out.push(Finding::error(
+                path,
+                None,
+                Problem::MalformedCheckpoint {
+                    detail: e.to_string(),
+                },
+            ));
+            return;
+        }
+    };
+    for (i, e) in entries.iter().enumerate() {
+        let (epoch, start) = (e.epoch.0, e.start_offset.get());
+        if epoch < 0 || start < 0 {
+            out.push(Finding::error(
+                path,
+                None,
+                Problem::EpochNegative {
+                    entry: i,
+                    epoch,
+                    start_offset: start,
+                },
+            ));
+        }
+        if i > 0 {
+            let p = entries[i - 1];
+            if epoch <= p.epoch.0 || start <= p.start_offset.get() {
+                out.push(Finding::error(
+                    path,
+                    None,
+                    Problem::EpochNotIncreasing {
+                        entry: i,
+                        epoch,
+                        start_offset: start,
+                        previous_epoch: p.epoch.0,
+                        previous_start_offset: p.start_offset.get(),
+                    },
+                ));
+            }
+        }
+        if start > log_end {
+            out.push(Finding::warning(
+                path,
+                None,
+                Problem::EpochBeyondLogEnd {
+                    epoch,
+                    start_offset: start,
+                    log_end,
+                },
+            ));
+        }
+    }
+}
