@@ -2,6 +2,8 @@
 //! garbage and mutated valid batches go through the scanner, validation,
 //! record decoding, client validation and the legacy reader without a panic;
 //! and whatever `BatchBuilder` writes (any codec) reads back identically.
+//! Also guards the hot path: validating an uncompressed client batch must not
+//! allocate per record (counted by a per-thread counting allocator).
 
 use proptest::prelude::*;
 use strata_log::batch::{
@@ -12,6 +14,75 @@ use strata_log::batch::{
 use strata_log::{Offset, ProducerEpoch, ProducerId, Timestamp};
 
 const NOW: i64 = 1_700_000_000_000;
+
+/// Counts allocations made by the current thread.
+struct CountingAlloc;
+
+thread_local! {
+    static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; the counter
+// is a const-initialised thread-local that never allocates.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(|c| c.get());
+    f();
+    ALLOCATIONS.with(|c| c.get()) - before
+}
+
+#[test]
+fn uncompressed_client_validation_does_not_allocate_per_record() {
+    let batch = |n: usize| {
+        let mut b = BatchBuilder::new(Offset(0));
+        let headers = [RecordHeader::new("h", Some(b"v"))];
+        for i in 0..n {
+            b.append(
+                Timestamp(NOW + i as i64),
+                Some(b"key"),
+                Some(b"value"),
+                &headers,
+            );
+        }
+        b.build()
+    };
+    let (small, large) = (batch(2), batch(2000));
+    let c = cfg(true);
+    let mut scratch = Vec::new();
+    let a_small = allocations_during(|| {
+        validate_client_records_with(&small, &c, &mut scratch, 1 << 20).unwrap();
+    });
+    let a_large = allocations_during(|| {
+        let v = validate_client_records_with(&large, &c, &mut scratch, 1 << 20).unwrap();
+        assert_eq!(v.total_records, 2000);
+    });
+    assert_eq!(a_small, a_large, "allocations grow with the record count");
+    assert!(a_large <= 2, "{a_large} allocations");
+    // The counter works: decoding into owned records allocates per record.
+    let owned = allocations_during(|| {
+        BatchView::parse(&large).unwrap().records().unwrap();
+    });
+    assert!(owned > 2000);
+}
 
 fn cfg(compacted: bool) -> AppendValidation {
     AppendValidation {

@@ -34,6 +34,10 @@ pub const LEGACY_V0_OVERHEAD: usize = 14;
 pub const LEGACY_V1_OVERHEAD: usize = 22;
 
 /// One magic 0/1 entry, borrowed from the segment bytes.
+///
+/// Format: `Offset i64 | Size i32 | CRC u32 | Magic i8 | Attributes i8 |
+/// [Timestamp i64, v1] | KeyLength i32, Key | ValueLength i32, Value`
+/// (module docs have the diagram).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LegacyEntry<'a> {
     pub offset: Offset,

@@ -30,6 +30,10 @@ use super::{increment_sequence, BatchView, Compression, TimestampType, NO_SEQUEN
 use crate::types::{Offset, Timestamp};
 
 /// One record read from a batch, borrowing its key, value and headers.
+///
+/// Format: `Length varint | Attributes i8 | TimestampDelta varlong |
+/// OffsetDelta varint | KeyLength varint, Key | ValueLength varint, Value |
+/// HeadersCount varint, Headers` (see the module docs for the rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record<'a> {
     /// `baseOffset + offsetDelta`.
@@ -63,6 +67,8 @@ impl Record<'_> {
 }
 
 /// One record header, borrowed.
+///
+/// Format: `KeyLength varint (>= 0) | Key UTF-8 | ValueLength varint (-1 = null) | Value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header<'a> {
     /// The key's bytes (UTF-8 when written by a well-behaved client).
