@@ -1,1 +1,42 @@
 //! `strata-broker`: the Kafka protocol server.
+//!
+//! Real Kafka clients (the Java client, librdkafka, kafka-python) connect to
+//! it as to a single-node Kafka 3.9 cluster. Requests are decoded with the
+//! `kafka-protocol` crate; record batches stay opaque bytes from the socket
+//! to the segment file and back (`sendfile(2)` on fetch).
+//!
+//! # Layout
+//!
+//! - [`config`](BrokerConfig): `server.properties` names and defaults, one pass.
+//! - `properties`: the `.properties` file syntax.
+//! - `server`: listener, connection limit, startup, graceful shutdown, [`serve_main`].
+//! - `connection`: frames in, responses out in order; zero-copy writer.
+//! - `dispatch`: header decoding, version checks, response encoding.
+//! - `apis`: one module per Kafka API.
+//! - `broker`: the state handlers share.
+//! - `topics`: the persisted topic metadata store (`strata-topics.json`).
+//! - `reconcile`: startup agreement between the store and the log directories.
+//! - `errors`: the one mapping from engine errors to Kafka error codes.
+//! - `error`: [`BrokerError`], failures of the broker itself.
+//! - `stats`: counters ([`BrokerStats`]).
+
+mod admin;
+mod apis;
+mod broker;
+mod config;
+mod connection;
+mod dispatch;
+mod error;
+mod errors;
+mod placement;
+mod properties;
+mod reconcile;
+mod server;
+mod stats;
+mod topics;
+
+pub use config::{BrokerConfig, ConfigError, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR};
+pub use error::BrokerError;
+pub use server::{serve_main, start, start_with_clock, BrokerHandle};
+pub use stats::BrokerStats;
+pub use topics::{TopicStoreError, TOPICS_FILE};

@@ -1,0 +1,285 @@
+//! AlterConfigs (key 33, versions 0–2: replace a topic's whole override set)
+//! and IncrementalAlterConfigs (key 44, versions 0–1: SET / DELETE / APPEND /
+//! SUBTRACT per config). Topic changes are validated as a whole by
+//! `LogConfig::with_overrides` (INVALID_CONFIG), persisted in the topic store
+//! and applied to the live logs without a restart. Dynamic broker configs are
+//! not supported: broker resources are refused with INVALID_REQUEST.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use strata_log::{ConfigType, LogConfig};
+
+use super::configs::resource;
+use super::RequestContext;
+use crate::broker::Broker;
+use crate::errors::ApiError;
+
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+const SUBTRACT: i8 = 3;
+
+/// One requested change, independent of the API that carried it.
+struct Op {
+    name: String,
+    op: i8,
+    value: Option<String>,
+}
+
+pub(crate) async fn handle(ctx: &RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse {
+    let validate_only = req.validate_only;
+    let resources: Vec<(i8, String, Vec<Op>)> = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            let ops = r
+                .configs
+                .into_iter()
+                .map(|c| Op {
+                    name: c.name.to_string(),
+                    op: SET,
+                    value: c.value.map(|v| v.to_string()),
+                })
+                .collect();
+            (r.resource_type, r.resource_name.to_string(), ops)
+        })
+        .collect();
+    let results = ctx
+        .broker
+        .blocking(move |b| {
+            resources
+                .into_iter()
+                .map(|(ty, name, ops)| {
+                    let r = apply(b, ty, &name, validate_only, |_| replace_all(&ops));
+                    (ty, name, r)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+    let mut resp = AlterConfigsResponse::default();
+    for (ty, name, result) in results {
+        let mut r =
+            kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse::default(
+            );
+        r.resource_type = ty;
+        r.resource_name = StrBytes::from_string(name);
+        if let Err(e) = result {
+            r.error_code = e.code();
+            r.error_message = Some(StrBytes::from_string(e.message()));
+        }
+        resp.responses.push(r);
+    }
+    resp
+}
+
+pub(crate) async fn handle_incremental(
+    ctx: &RequestContext,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let validate_only = req.validate_only;
+    let resources: Vec<(i8, String, Vec<Op>)> = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            let ops = r
+                .configs
+                .into_iter()
+                .map(|c| Op {
+                    name: c.name.to_string(),
+                    op: c.config_operation,
+                    value: c.value.map(|v| v.to_string()),
+                })
+                .collect();
+            (r.resource_type, r.resource_name.to_string(), ops)
+        })
+        .collect();
+    let results = ctx
+        .broker
+        .blocking(move |b| {
+            resources
+                .into_iter()
+                .map(|(ty, name, ops)| {
+                    let base = b.config.log_config.clone();
+                    let r = apply(b, ty, &name, validate_only, |current| {
+                        incremental(&base, current, &ops)
+                    });
+                    (ty, name, r)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+    let mut resp = IncrementalAlterConfigsResponse::default();
+    for (ty, name, result) in results {
+        let mut r = kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse::default();
+        r.resource_type = ty;
+        r.resource_name = StrBytes::from_string(name);
+        if let Err(e) = result {
+            r.error_code = e.code();
+            r.error_message = Some(StrBytes::from_string(e.message()));
+        }
+        resp.responses.push(r);
+    }
+    resp
+}
+
+fn apply(
+    b: &Broker,
+    resource_type: i8,
+    name: &str,
+    validate_only: bool,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
+) -> Result<(), ApiError> {
+    match resource_type {
+        resource::TOPIC => b.alter_topic_configs(name, validate_only, change),
+        resource::BROKER => Err(ApiError::InvalidRequest {
+            reason: "dynamic broker configs are not supported; set them in server.properties",
+        }),
+        _ => Err(ApiError::InvalidRequest {
+            reason: "unsupported resource type",
+        }),
+    }
+}
+
+/// AlterConfigs semantics: the given set replaces all overrides.
+fn replace_all(ops: &[Op]) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut out = BTreeMap::new();
+    for op in ops {
+        let value = op
+            .value
+            .clone()
+            .ok_or_else(|| ApiError::InvalidConfigOther {
+                reason: format!("null value not supported for {}", op.name),
+            })?;
+        if out.insert(op.name.clone(), value).is_some() {
+            return Err(ApiError::InvalidRequest {
+                reason: "duplicate config name in request",
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// IncrementalAlterConfigs semantics over the current overrides.
+fn incremental(
+    base: &LogConfig,
+    current: &BTreeMap<String, String>,
+    ops: &[Op],
+) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut out = current.clone();
+    let mut names = std::collections::BTreeSet::new();
+    for op in ops {
+        if !names.insert(op.name.as_str()) {
+            return Err(ApiError::InvalidRequest {
+                reason: "duplicate config name in request",
+            });
+        }
+        let def = LogConfig::definition(&op.name).ok_or_else(|| {
+            ApiError::InvalidConfig(strata_log::ConfigError::Unknown {
+                name: op.name.clone(),
+            })
+        })?;
+        let value = || {
+            op.value
+                .clone()
+                .ok_or_else(|| ApiError::InvalidConfigOther {
+                    reason: format!("null value not supported for {}", op.name),
+                })
+        };
+        match op.op {
+            SET => {
+                out.insert(op.name.clone(), value()?);
+            }
+            DELETE => {
+                out.remove(&op.name);
+            }
+            APPEND | SUBTRACT => {
+                if def.kind != ConfigType::List {
+                    return Err(ApiError::InvalidConfigOther {
+                        reason: format!(
+                            "{} is not a list config; APPEND/SUBTRACT need one",
+                            op.name
+                        ),
+                    });
+                }
+                let existing = out
+                    .get(&op.name)
+                    .cloned()
+                    .or_else(|| base.get_as_string(&op.name))
+                    .unwrap_or_default();
+                let mut items: Vec<String> = split_list(&existing);
+                for item in split_list(&value()?) {
+                    if op.op == APPEND {
+                        if !items.contains(&item) {
+                            items.push(item);
+                        }
+                    } else {
+                        items.retain(|i| *i != item);
+                    }
+                }
+                out.insert(op.name.clone(), items.join(","));
+            }
+            _ => {
+                return Err(ApiError::InvalidRequest {
+                    reason: "unknown config operation",
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(name: &str, op: i8, value: Option<&str>) -> Op {
+        Op {
+            name: name.into(),
+            op,
+            value: value.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn incremental_ops() {
+        let base = LogConfig::default();
+        let mut cur = BTreeMap::new();
+        cur.insert("retention.ms".to_string(), "5".to_string());
+        let out = incremental(
+            &base,
+            &cur,
+            &[
+                op("retention.ms", DELETE, None),
+                op("segment.bytes", SET, Some("1048576")),
+                op("cleanup.policy", APPEND, Some("compact")),
+            ],
+        )
+        .unwrap();
+        assert!(!out.contains_key("retention.ms"));
+        assert_eq!(out["segment.bytes"], "1048576");
+        assert_eq!(out["cleanup.policy"], "delete,compact");
+        let out2 = incremental(
+            &base,
+            &out,
+            &[op("cleanup.policy", SUBTRACT, Some("delete"))],
+        )
+        .unwrap();
+        assert_eq!(out2["cleanup.policy"], "compact");
+        assert!(incremental(&base, &cur, &[op("retention.ms", APPEND, Some("1"))]).is_err());
+        assert!(incremental(&base, &cur, &[op("no.such.config", SET, Some("1"))]).is_err());
+        assert!(replace_all(&[op("a", SET, Some("1")), op("a", SET, Some("2"))]).is_err());
+    }
+}

@@ -1,0 +1,45 @@
+//! DescribeCluster (key 60), versions 0–1: the cluster id, this broker as
+//! the only broker and the controller. Endpoint type 2 (controllers) is
+//! refused with UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker does.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::RequestContext;
+
+const BROKERS: i8 = 1;
+/// Cluster operations allowed without an authorizer (see Metadata).
+const CLUSTER_OPERATIONS: i32 =
+    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+pub(crate) async fn handle(
+    ctx: &RequestContext,
+    req: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    let broker = &ctx.broker;
+    let mut resp = DescribeClusterResponse::default();
+    if ctx.version >= 1 {
+        resp.endpoint_type = req.endpoint_type;
+        if req.endpoint_type != BROKERS {
+            resp.error_code = ResponseError::UnsupportedEndpointType.code();
+            resp.error_message = Some(StrBytes::from_static_str(
+                "only broker endpoints can be described on a broker",
+            ));
+            return resp;
+        }
+    }
+    resp.cluster_id = StrBytes::from_string(broker.cluster_id.clone());
+    resp.controller_id = BrokerId(broker.config.node_id);
+    let mut b = DescribeClusterBroker::default();
+    b.broker_id = BrokerId(broker.config.node_id);
+    b.host = StrBytes::from_string(broker.advertised.host.clone());
+    b.port = broker.advertised.port as i32;
+    b.rack = broker.config.rack.clone().map(StrBytes::from_string);
+    resp.brokers = vec![b];
+    if req.include_cluster_authorized_operations {
+        resp.cluster_authorized_operations = CLUSTER_OPERATIONS;
+    }
+    resp
+}

@@ -1,0 +1,263 @@
+//! Fetch (key 1), versions 4–16, consumers only (no follower fetching).
+//!
+//! - Long poll: when less than `min_bytes` is available the request waits
+//!   (up to `max_wait_ms`) for the broker's append sequence to change, then
+//!   reads again — a delayed-fetch purgatory without a purgatory data
+//!   structure: every waiting fetch watches one `tokio::sync::watch` counter.
+//! - Limits: `max_bytes` for the response and `partition_max_bytes` per
+//!   partition, but the first partition with data always gets at least one
+//!   whole batch (KIP-74).
+//! - Fetch sessions (KIP-227) are refused: session id 0 in every answer and
+//!   every requested partition listed, which all clients accept.
+//! - `read_committed` reads up to the last stable offset.
+//! - Record data is never read into memory: the encoder emits file regions
+//!   for `sendfile(2)`.
+
+mod encode;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::FetchRequest;
+use strata_log::{FetchData, Log, Offset, ReadBound};
+
+use super::RequestContext;
+use crate::broker::Broker;
+use crate::connection::Response;
+use crate::errors::ApiError;
+
+pub(crate) use encode::{
+    encode_fetch_response, FetchResponseData, PartitionData, Records, TopicData,
+};
+
+const READ_COMMITTED: i8 = 1;
+
+/// One requested partition, resolved.
+struct Wanted {
+    topic_idx: usize,
+    partition: i32,
+    fetch_offset: i64,
+    partition_max_bytes: i32,
+    /// The partition's log, or the Kafka error code why it cannot be read.
+    target: Result<Arc<Log>, i16>,
+}
+
+/// What reading one partition produced.
+enum Outcome {
+    Data(FetchData, Arc<Log>),
+    Error(i16, Option<Arc<Log>>),
+}
+
+pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response {
+    let broker = &ctx.broker;
+    let correlation_id = ctx.header.correlation_id;
+    // Incremental fetch in a session we never created.
+    if req.session_id != 0 && req.session_epoch > 0 {
+        let e = ApiError::FetchSessionIdNotFound {
+            session_id: req.session_id,
+        };
+        return encode_fetch_response(
+            correlation_id,
+            ctx.version,
+            FetchResponseData {
+                throttle_time_ms: 0,
+                error_code: e.code(),
+                session_id: 0,
+                topics: Vec::new(),
+            },
+        );
+    }
+    let read_committed = req.isolation_level == READ_COMMITTED;
+    let mut topics = Vec::with_capacity(req.topics.len());
+    let mut wanted = Vec::new();
+    for (topic_idx, t) in req.topics.iter().enumerate() {
+        let info = if ctx.version >= 13 {
+            broker.topics.get_by_id(t.topic_id)
+        } else {
+            broker.topics.get(t.topic.as_str())
+        };
+        let (name, id) = match &info {
+            Some(i) => (i.name.clone(), i.id),
+            None => (t.topic.to_string(), t.topic_id),
+        };
+        topics.push(TopicData {
+            name,
+            id,
+            partitions: Vec::with_capacity(t.partitions.len()),
+        });
+        for p in &t.partitions {
+            let target = resolve(
+                broker,
+                info.as_ref(),
+                ctx.version,
+                p.partition,
+                p.current_leader_epoch,
+            )
+            .map_err(|e| e.code());
+            wanted.push(Wanted {
+                topic_idx,
+                partition: p.partition,
+                fetch_offset: p.fetch_offset,
+                partition_max_bytes: p.partition_max_bytes,
+                target,
+            });
+        }
+    }
+    let min_bytes = req.min_bytes.max(0) as u64;
+    let max_bytes = if req.max_bytes <= 0 {
+        i32::MAX
+    } else {
+        req.max_bytes
+    } as usize;
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
+    let wanted = Arc::new(wanted);
+    let mut appends = broker.appends.subscribe();
+    let mut shutdown = broker.shutdown.clone();
+    let outcomes = loop {
+        appends.borrow_and_update();
+        let w = wanted.clone();
+        let outcomes = broker
+            .blocking(move |_| read_all(&w, max_bytes, read_committed))
+            .await;
+        let bytes: u64 = outcomes
+            .iter()
+            .map(|o| match o {
+                Outcome::Data(d, _) => d.total_len(),
+                Outcome::Error(..) => 0,
+            })
+            .sum();
+        let has_error = outcomes.iter().any(|o| matches!(o, Outcome::Error(..)));
+        if min_bytes == 0 || bytes >= min_bytes || has_error || *shutdown.borrow() {
+            break outcomes;
+        }
+        tokio::select! {
+            changed = appends.changed() => { if changed.is_err() { break outcomes; } }
+            _ = tokio::time::sleep_until(deadline) => break outcomes,
+            _ = shutdown.changed() => break outcomes,
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let w = wanted.clone();
+            break broker
+                .blocking(move |_| read_all(&w, max_bytes, read_committed))
+                .await;
+        }
+    };
+    for (w, outcome) in wanted.iter().zip(outcomes) {
+        topics[w.topic_idx]
+            .partitions
+            .push(partition_data(w.partition, outcome, read_committed));
+    }
+    encode_fetch_response(
+        correlation_id,
+        ctx.version,
+        FetchResponseData {
+            throttle_time_ms: 0,
+            error_code: 0,
+            session_id: 0,
+            topics,
+        },
+    )
+}
+
+fn resolve(
+    broker: &Broker,
+    info: Option<&crate::topics::TopicInfo>,
+    version: i16,
+    partition: i32,
+    current_leader_epoch: i32,
+) -> Result<Arc<Log>, ApiError> {
+    let Some(info) = info else {
+        return Err(if version >= 13 {
+            ApiError::UnknownTopicId
+        } else {
+            ApiError::UnknownTopicOrPartition
+        });
+    };
+    if partition < 0 || partition >= info.partitions {
+        return Err(ApiError::UnknownTopicOrPartition);
+    }
+    let current = broker.leader_epoch(info);
+    if current_leader_epoch >= 0 {
+        if current_leader_epoch < current {
+            return Err(ApiError::FencedLeaderEpoch {
+                requested: current_leader_epoch,
+                current,
+            });
+        }
+        if current_leader_epoch > current {
+            return Err(ApiError::UnknownLeaderEpoch {
+                requested: current_leader_epoch,
+                current,
+            });
+        }
+    }
+    broker
+        .log(&info.name, partition)
+        .ok_or(ApiError::UnknownTopicOrPartition)
+}
+
+/// Read every partition within the byte budgets (blocking: index lookups).
+fn read_all(wanted: &[Wanted], max_bytes: usize, read_committed: bool) -> Vec<Outcome> {
+    let mut remaining = max_bytes;
+    let mut first_data_seen = false;
+    wanted
+        .iter()
+        .map(|w| {
+            let log = match &w.target {
+                Ok(log) => log.clone(),
+                Err(code) => return Outcome::Error(*code, None),
+            };
+            let bound = if read_committed {
+                ReadBound::Offset(log.last_stable_offset())
+            } else {
+                ReadBound::HighWatermark
+            };
+            let limit = (w.partition_max_bytes.max(0) as usize).min(remaining);
+            match log.read(Offset(w.fetch_offset), limit, bound, !first_data_seen) {
+                Ok(data) => {
+                    let len = data.total_len() as usize;
+                    if len > 0 {
+                        first_data_seen = true;
+                        remaining = remaining.saturating_sub(len);
+                    }
+                    Outcome::Data(data, log)
+                }
+                Err(e) => Outcome::Error(ApiError::Log(e).code(), Some(log)),
+            }
+        })
+        .collect()
+}
+
+fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> PartitionData {
+    match outcome {
+        Outcome::Data(d, log) => PartitionData {
+            partition,
+            error_code: 0,
+            high_watermark: d.high_watermark.0,
+            last_stable_offset: d.high_watermark.0.min(log.last_stable_offset().0),
+            log_start_offset: d.log_start_offset.0,
+            aborted: read_committed.then(Vec::new),
+            records: Records::Files(d.slices),
+        },
+        Outcome::Error(error_code, log) => {
+            let (hw, lso, start) = match &log {
+                Some(l) => (
+                    l.high_watermark().0,
+                    l.last_stable_offset().0,
+                    l.log_start_offset().0,
+                ),
+                None => (-1, -1, -1),
+            };
+            PartitionData {
+                partition,
+                error_code,
+                high_watermark: hw,
+                last_stable_offset: lso,
+                log_start_offset: start,
+                aborted: None,
+                records: Records::Files(Vec::new()),
+            }
+        }
+    }
+}

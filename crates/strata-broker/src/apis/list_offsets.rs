@@ -1,0 +1,162 @@
+//! ListOffsets (key 2), versions 1–9: offsets by special timestamp or by time.
+//!
+//! -2 EARLIEST (log start), -1 LATEST (high watermark; last stable offset for
+//! read_committed), -3 MAX_TIMESTAMP (v7+), -4 EARLIEST_LOCAL (v8+; no remote
+//! tier, so the log start), -5 LATEST_TIERED (v9+; nothing is tiered, so -1),
+//! otherwise the first offset whose timestamp is at or after the target.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use strata_log::{Log, Timestamp};
+
+use super::RequestContext;
+use crate::errors::ApiError;
+
+const EARLIEST: i64 = -2;
+const LATEST: i64 = -1;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
+
+struct Job {
+    topic_idx: usize,
+    slot: usize,
+    log: Arc<Log>,
+    timestamp: i64,
+}
+
+pub(crate) async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse {
+    let broker = &ctx.broker;
+    let read_committed = req.isolation_level == 1;
+    let mut resp = ListOffsetsResponse::default();
+    let mut jobs = Vec::new();
+    for (topic_idx, t) in req.topics.into_iter().enumerate() {
+        let mut out = ListOffsetsTopicResponse::default();
+        out.name = t.name.clone();
+        let info = broker.topics.get(t.name.as_str());
+        for p in t.partitions {
+            let target = match &info {
+                None => Err(ApiError::UnknownTopicOrPartition),
+                Some(info) => check_epoch(broker.leader_epoch(info), p.current_leader_epoch)
+                    .and_then(|_| {
+                        broker
+                            .log(&info.name, p.partition_index)
+                            .ok_or(ApiError::UnknownTopicOrPartition)
+                    }),
+            };
+            match target {
+                Ok(log) => {
+                    jobs.push(Job {
+                        topic_idx,
+                        slot: out.partitions.len(),
+                        log,
+                        timestamp: p.timestamp,
+                    });
+                    out.partitions
+                        .push(answer(p.partition_index, 0, -1, -1, -1));
+                }
+                Err(e) => out
+                    .partitions
+                    .push(answer(p.partition_index, e.code(), -1, -1, -1)),
+            }
+        }
+        resp.topics.push(out);
+    }
+    if !jobs.is_empty() {
+        let results = broker
+            .blocking(move |_| {
+                jobs.into_iter()
+                    .map(|j| {
+                        let r = lookup(&j.log, j.timestamp, read_committed);
+                        (j.topic_idx, j.slot, r)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+        for (topic_idx, slot, result) in results {
+            let p = &mut resp.topics[topic_idx].partitions[slot];
+            match result {
+                Ok((timestamp, offset, epoch)) => {
+                    p.timestamp = timestamp;
+                    p.offset = offset;
+                    p.leader_epoch = epoch;
+                }
+                Err(e) => p.error_code = e.code(),
+            }
+        }
+    }
+    resp
+}
+
+fn answer(
+    partition: i32,
+    error: i16,
+    ts: i64,
+    offset: i64,
+    epoch: i32,
+) -> ListOffsetsPartitionResponse {
+    let mut p = ListOffsetsPartitionResponse::default();
+    p.partition_index = partition;
+    p.error_code = error;
+    p.timestamp = ts;
+    p.offset = offset;
+    p.leader_epoch = epoch;
+    p
+}
+
+/// Leader-epoch fencing of `current_leader_epoch` (v4+; -1 = not given).
+pub(crate) fn check_epoch(current: i32, requested: i32) -> Result<(), ApiError> {
+    if requested < 0 || requested == current {
+        Ok(())
+    } else if requested < current {
+        Err(ApiError::FencedLeaderEpoch { requested, current })
+    } else {
+        Err(ApiError::UnknownLeaderEpoch { requested, current })
+    }
+}
+
+/// (timestamp, offset, leader epoch) for one partition (blocking).
+fn lookup(log: &Log, timestamp: i64, read_committed: bool) -> Result<(i64, i64, i32), ApiError> {
+    let epoch_of = |_offset: i64| log.latest_epoch().map(|e| e.0).unwrap_or(-1);
+    match timestamp {
+        EARLIEST | EARLIEST_LOCAL => {
+            let o = log.log_start_offset().0;
+            Ok((-1, o, epoch_of(o)))
+        }
+        LATEST => {
+            let o = if read_committed {
+                log.last_stable_offset().0
+            } else {
+                log.high_watermark().0
+            };
+            Ok((-1, o, epoch_of(o)))
+        }
+        LATEST_TIERED => Ok((-1, -1, -1)),
+        MAX_TIMESTAMP => Ok(match log.latest_timestamp_and_offset() {
+            Some(t) => (
+                t.timestamp.0,
+                t.offset.0,
+                t.leader_epoch.map(|e| e.0).unwrap_or(-1),
+            ),
+            None => (-1, -1, -1),
+        }),
+        ts if ts < 0 => Err(ApiError::InvalidRequest {
+            reason: "unknown special timestamp",
+        }),
+        ts => match log
+            .fetch_offset_for_timestamp(Timestamp(ts))
+            .map_err(ApiError::Log)?
+        {
+            Some(t) if t.offset < log.high_watermark() => Ok((
+                t.timestamp.0,
+                t.offset.0,
+                t.leader_epoch.map(|e| e.0).unwrap_or(-1),
+            )),
+            _ => Ok((-1, -1, -1)),
+        },
+    }
+}

@@ -1,0 +1,145 @@
+//! Metadata (key 3): the one broker, the topics with their ids, partitions,
+//! leader epochs and internal flag; auto-creates missing topics when both
+//! `auto.create.topics.enable` and the request allow it.
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::RequestContext;
+use crate::broker::Broker;
+use crate::errors::ApiError;
+use crate::topics::{self, TopicInfo};
+
+/// Kafka `AclOperation` bits a topic allows when no authorizer is configured:
+/// READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
+const TOPIC_OPERATIONS: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+/// Cluster operations: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+/// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+const CLUSTER_OPERATIONS: i32 =
+    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+pub(crate) async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataResponse {
+    let broker = &ctx.broker;
+    let allow_auto_create = ctx.version < 4 || req.allow_auto_topic_creation;
+    let mut topics_out = Vec::new();
+    let requested = match req.topics {
+        Some(list) if !(ctx.version == 0 && list.is_empty()) => Some(list),
+        _ => None,
+    };
+    match requested {
+        None => {
+            for info in broker.topics.list() {
+                topics_out.push(topic_entry(broker, &info));
+            }
+        }
+        Some(list) => {
+            for t in list {
+                let entry = match (&t.name, t.topic_id.is_nil()) {
+                    (Some(name), _) => by_name(ctx, name.as_str(), allow_auto_create).await,
+                    (None, false) => match broker.topics.get_by_id(t.topic_id) {
+                        Some(info) => topic_entry(broker, &info),
+                        None => error_entry(None, t.topic_id, &ApiError::UnknownTopicId),
+                    },
+                    (None, true) => error_entry(
+                        None,
+                        t.topic_id,
+                        &ApiError::InvalidRequest {
+                            reason: "topic without name or id",
+                        },
+                    ),
+                };
+                topics_out.push(entry);
+            }
+        }
+    }
+    let mut b = MetadataResponseBroker::default();
+    b.node_id = BrokerId(broker.config.node_id);
+    b.host = StrBytes::from_string(broker.advertised.host.clone());
+    b.port = broker.advertised.port as i32;
+    b.rack = broker.config.rack.clone().map(StrBytes::from_string);
+
+    let mut resp = MetadataResponse::default();
+    resp.brokers = vec![b];
+    resp.cluster_id = Some(StrBytes::from_string(broker.cluster_id.clone()));
+    resp.controller_id = BrokerId(broker.config.node_id);
+    resp.topics = topics_out;
+    if (8..=10).contains(&ctx.version) && req.include_cluster_authorized_operations {
+        resp.cluster_authorized_operations = CLUSTER_OPERATIONS;
+    }
+    if ctx.version >= 8 && req.include_topic_authorized_operations {
+        for t in &mut resp.topics {
+            if t.error_code == 0 {
+                t.topic_authorized_operations = TOPIC_OPERATIONS;
+            }
+        }
+    }
+    resp
+}
+
+async fn by_name(
+    ctx: &RequestContext,
+    name: &str,
+    allow_auto_create: bool,
+) -> MetadataResponseTopic {
+    let broker = &ctx.broker;
+    if let Some(info) = broker.topics.get(name) {
+        return topic_entry(broker, &info);
+    }
+    if let Some(reason) = topics::invalid_topic_name_reason(name) {
+        return error_entry(
+            Some(name),
+            uuid::Uuid::nil(),
+            &ApiError::InvalidTopic { reason },
+        );
+    }
+    if allow_auto_create {
+        let owned = name.to_string();
+        let created = broker.blocking(move |b| b.auto_create_topic(&owned)).await;
+        match created {
+            Some(Ok(info)) => return topic_entry(broker, &info),
+            Some(Err(e)) => {
+                tracing::warn!(topic = name, error = %e, "auto-creating topic failed");
+                return error_entry(Some(name), uuid::Uuid::nil(), &e);
+            }
+            None => {}
+        }
+    }
+    error_entry(
+        Some(name),
+        uuid::Uuid::nil(),
+        &ApiError::UnknownTopicOrPartition,
+    )
+}
+
+fn topic_entry(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {
+    let node = BrokerId(broker.config.node_id);
+    let epoch = broker.leader_epoch(info);
+    let mut t = MetadataResponseTopic::default();
+    t.name = Some(TopicName(StrBytes::from_string(info.name.clone())));
+    t.topic_id = info.id;
+    t.is_internal = topics::is_internal(&info.name);
+    t.partitions = (0..info.partitions)
+        .map(|p| {
+            let mut part = MetadataResponsePartition::default();
+            part.partition_index = p;
+            part.leader_id = node;
+            part.leader_epoch = epoch;
+            part.replica_nodes = vec![node];
+            part.isr_nodes = vec![node];
+            part
+        })
+        .collect();
+    t
+}
+
+fn error_entry(name: Option<&str>, id: uuid::Uuid, e: &ApiError) -> MetadataResponseTopic {
+    let mut t = MetadataResponseTopic::default();
+    t.error_code = e.code();
+    t.name = name.map(|n| TopicName(StrBytes::from_string(n.to_string())));
+    t.topic_id = id;
+    t
+}

@@ -1,0 +1,123 @@
+//! One module per Kafka API. Each exposes `handle(ctx, request) -> response`
+//! (async); [`handle`] routes a decoded header to it and encodes the answer.
+//!
+//! [`SUPPORTED`] is the single list of what the broker advertises in
+//! ApiVersions and accepts: exactly the APIs implemented here, with minimum
+//! versions at the `kafka-protocol` crate's floors and maxima never above
+//! Kafka 3.9's.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestHeader};
+
+use crate::broker::Broker;
+use crate::connection::Response;
+use crate::dispatch::{decode, encode, DispatchError};
+
+pub(crate) mod alter_configs;
+pub(crate) mod api_versions;
+pub(crate) mod configs;
+pub(crate) mod create_partitions;
+pub(crate) mod create_topics;
+pub(crate) mod delete_records;
+pub(crate) mod delete_topics;
+pub(crate) mod describe_cluster;
+pub(crate) mod describe_configs;
+pub(crate) mod describe_log_dirs;
+pub(crate) mod fetch;
+pub(crate) mod init_producer_id;
+pub(crate) mod list_offsets;
+pub(crate) mod metadata;
+pub(crate) mod offset_for_leader_epoch;
+pub(crate) mod produce;
+
+/// Highest ApiVersions version (Kafka 3.9: 4).
+pub(crate) const API_VERSIONS_MAX: i16 = 4;
+
+/// (API, min version, max version) advertised and served.
+pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 11),
+    (ApiKey::Fetch, 4, 16),
+    (ApiKey::ListOffsets, 1, 9),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, API_VERSIONS_MAX),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::DescribeCluster, 0, 1),
+];
+
+/// The advertised range of `api`, if served.
+pub(crate) fn supported_range(api: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED
+        .iter()
+        .find(|(k, _, _)| *k == api)
+        .map(|&(_, min, max)| (min, max))
+}
+
+/// What a handler knows about its request.
+#[derive(Debug)]
+pub(crate) struct RequestContext {
+    pub broker: Arc<Broker>,
+    pub header: RequestHeader,
+    pub api: ApiKey,
+    /// The request's API version (the response uses the same).
+    pub version: i16,
+}
+
+/// Decode the body for `ctx.api`, run its handler, encode the response.
+pub(crate) async fn handle(
+    ctx: RequestContext,
+    body: Bytes,
+) -> Result<Option<Response>, DispatchError> {
+    macro_rules! route {
+        ($module:ident) => {
+            route!($module::handle)
+        };
+        ($($handler:ident)::+) => {{
+            let request = decode(&ctx, body)?;
+            let response = $($handler)::+(&ctx, request).await;
+            Ok(Some(encode(&ctx, &response)?))
+        }};
+    }
+    match ctx.api {
+        ApiKey::Produce => {
+            let outcome = produce::handle(&ctx, decode(&ctx, body)?).await;
+            if outcome.acks != 0 {
+                Ok(Some(encode(&ctx, &outcome.response)?))
+            } else if outcome.any_error {
+                // acks=0 cannot carry an error: Kafka closes the connection.
+                Err(DispatchError::ProduceFailedWithoutAcks)
+            } else {
+                Ok(None)
+            }
+        }
+        ApiKey::Fetch => Ok(Some(fetch::handle(&ctx, decode(&ctx, body)?).await)),
+        ApiKey::ListOffsets => route!(list_offsets),
+        ApiKey::ApiVersions => route!(api_versions),
+        ApiKey::Metadata => route!(metadata),
+        ApiKey::CreateTopics => route!(create_topics),
+        ApiKey::DeleteTopics => route!(delete_topics),
+        ApiKey::DeleteRecords => route!(delete_records),
+        ApiKey::InitProducerId => route!(init_producer_id),
+        ApiKey::OffsetForLeaderEpoch => route!(offset_for_leader_epoch),
+        ApiKey::DescribeConfigs => route!(describe_configs),
+        ApiKey::AlterConfigs => route!(alter_configs),
+        ApiKey::DescribeLogDirs => route!(describe_log_dirs),
+        ApiKey::CreatePartitions => route!(create_partitions),
+        ApiKey::IncrementalAlterConfigs => route!(alter_configs::handle_incremental),
+        ApiKey::DescribeCluster => route!(describe_cluster),
+        api => Err(DispatchError::UnsupportedVersion {
+            api,
+            version: ctx.version,
+        }),
+    }
+}

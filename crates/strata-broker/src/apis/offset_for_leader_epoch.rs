@@ -1,0 +1,62 @@
+//! OffsetForLeaderEpoch (key 23), versions 2–4: the end offset of a leader
+//! epoch, from the partition's leader-epoch cache, with current-epoch fencing.
+
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
+use strata_log::LeaderEpoch;
+
+use super::list_offsets::check_epoch;
+use super::RequestContext;
+use crate::errors::ApiError;
+
+pub(crate) async fn handle(
+    ctx: &RequestContext,
+    req: OffsetForLeaderEpochRequest,
+) -> OffsetForLeaderEpochResponse {
+    let broker = ctx.broker.clone();
+    broker
+        .clone()
+        .blocking(move |b| {
+            let mut resp = OffsetForLeaderEpochResponse::default();
+            for t in req.topics {
+                let mut out = OffsetForLeaderTopicResult::default();
+                out.topic = t.topic.clone();
+                let info = b.topics.get(t.topic.as_str());
+                for p in t.partitions {
+                    let mut e = EpochEndOffset::default();
+                    e.partition = p.partition;
+                    let result = info
+                        .as_ref()
+                        .ok_or(ApiError::UnknownTopicOrPartition)
+                        .and_then(|info| {
+                            check_epoch(b.leader_epoch(info), p.current_leader_epoch)?;
+                            b.log(&info.name, p.partition)
+                                .ok_or(ApiError::UnknownTopicOrPartition)
+                        });
+                    match result {
+                        Ok(log) => match log.end_offset_for_epoch(LeaderEpoch(p.leader_epoch)) {
+                            Some((epoch, offset)) => {
+                                e.leader_epoch = epoch.0;
+                                e.end_offset = offset.0;
+                            }
+                            None => {
+                                e.leader_epoch = -1;
+                                e.end_offset = -1;
+                            }
+                        },
+                        Err(err) => {
+                            e.error_code = err.code();
+                            e.leader_epoch = -1;
+                            e.end_offset = -1;
+                        }
+                    }
+                    out.partitions.push(e);
+                }
+                resp.topics.push(out);
+            }
+            resp
+        })
+        .await
+}

@@ -1,0 +1,193 @@
+//! Produce (key 0): append each partition's record batch as leader.
+//!
+//! The batch bytes arrive as a `Bytes` slice of the request frame; they are
+//! copied once into a mutable buffer so the log can assign offsets in place
+//! (DESIGN decision 2). All partitions of a request are appended in one
+//! blocking task, in request order. Single broker: after an append the high
+//! watermark moves to the log end offset; with durable appends the data is
+//! fsynced (group commit in the log) before the answer.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use strata_log::{LeaderEpoch, Log, LogAppendInfo};
+
+use super::RequestContext;
+use crate::broker::Broker;
+use crate::errors::ApiError;
+use crate::stats::Stats;
+
+/// Attribute bits 0-2 value of zstd.
+const ZSTD_CODEC: u8 = 4;
+
+/// The answer to a Produce request plus whether any partition failed
+/// (acks=0 requests get no answer; a failure closes their connection).
+pub(crate) struct ProduceOutcome {
+    pub response: ProduceResponse,
+    pub acks: i16,
+    pub any_error: bool,
+}
+
+/// One partition's work item.
+struct Job {
+    topic_idx: usize,
+    /// Index of this partition's answer in the topic's response list.
+    slot: usize,
+    partition: i32,
+    log: Arc<Log>,
+    epoch: i32,
+    records: Bytes,
+    durable: bool,
+}
+
+pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> ProduceOutcome {
+    let broker = &ctx.broker;
+    let acks = req.acks;
+    let mut response = ProduceResponse::default();
+    let mut jobs = Vec::new();
+    for (topic_idx, topic) in req.topic_data.into_iter().enumerate() {
+        let mut out = TopicProduceResponse::default();
+        out.name = topic.name.clone();
+        out.topic_id = topic.topic_id;
+        let info = broker.topics.get(topic.name.as_str());
+        for pd in topic.partition_data {
+            let check = precheck(ctx, acks, info.as_ref(), pd.index, pd.records.as_ref());
+            match check {
+                Err(e) => out
+                    .partition_responses
+                    .push(error_partition(ctx, pd.index, &e)),
+                Ok((log, epoch, durable)) => {
+                    jobs.push(Job {
+                        topic_idx,
+                        slot: out.partition_responses.len(),
+                        partition: pd.index,
+                        log,
+                        epoch,
+                        records: pd.records.unwrap_or_default(),
+                        durable,
+                    });
+                    out.partition_responses
+                        .push(PartitionProduceResponse::default());
+                }
+            }
+        }
+        response.responses.push(out);
+    }
+    if !jobs.is_empty() {
+        let results = broker.blocking(move |b| append_all(b, jobs, acks)).await;
+        for (topic_idx, slot, partition, result) in results {
+            response.responses[topic_idx].partition_responses[slot] = match result {
+                Ok(info) => ok_partition(partition, &info),
+                Err(e) => error_partition(ctx, partition, &e),
+            };
+        }
+        broker.notify_appended();
+    }
+    let any_error = response
+        .responses
+        .iter()
+        .flat_map(|t| t.partition_responses.iter())
+        .any(|p| p.error_code != 0);
+    ProduceOutcome {
+        response,
+        acks,
+        any_error,
+    }
+}
+
+/// Checks done before touching the log.
+fn precheck(
+    ctx: &RequestContext,
+    acks: i16,
+    info: Option<&crate::topics::TopicInfo>,
+    partition: i32,
+    records: Option<&Bytes>,
+) -> Result<(Arc<Log>, i32, bool), ApiError> {
+    let broker = &ctx.broker;
+    if !matches!(acks, -1..=1) {
+        return Err(ApiError::InvalidRequiredAcks { acks });
+    }
+    let info = info.ok_or(ApiError::UnknownTopicOrPartition)?;
+    if partition < 0 || partition >= info.partitions {
+        return Err(ApiError::UnknownTopicOrPartition);
+    }
+    let log = broker
+        .log(&info.name, partition)
+        .ok_or(ApiError::UnknownTopicOrPartition)?;
+    let config = log.config();
+    if acks == -1 && config.min_insync_replicas > 1 {
+        return Err(ApiError::NotEnoughReplicas {
+            isr: 1,
+            required: config.min_insync_replicas,
+        });
+    }
+    if let Some(r) = records {
+        if ctx.version < 7 && r.len() > 22 && r[22] & 0x07 == ZSTD_CODEC {
+            return Err(ApiError::UnsupportedCompression);
+        }
+    }
+    let durable = broker.config.durable_append || config.durable_append;
+    Ok((log, broker.leader_epoch(info), durable))
+}
+
+/// Append every job in order (blocking).
+fn append_all(
+    broker: &Broker,
+    jobs: Vec<Job>,
+    acks: i16,
+) -> Vec<(usize, usize, i32, Result<LogAppendInfo, ApiError>)> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let mut buf = BytesMut::from(&job.records[..]);
+        let result = job
+            .log
+            .append_as_leader(&mut buf, LeaderEpoch(job.epoch))
+            .and_then(|info| {
+                job.log.update_high_watermark(job.log.log_end_offset());
+                if job.durable && acks != 0 {
+                    job.log.flush_up_to(info.last_offset.plus(1))?;
+                }
+                Ok(info)
+            })
+            .map_err(ApiError::Log);
+        if result.is_ok() {
+            Stats::add(
+                &broker.stats.produced_batches_bytes,
+                job.records.len() as u64,
+            );
+        } else if let Err(e) = &result {
+            tracing::debug!(partition = job.partition, error = %e, "produce rejected");
+        }
+        out.push((job.topic_idx, job.slot, job.partition, result));
+    }
+    out
+}
+
+fn ok_partition(partition: i32, info: &LogAppendInfo) -> PartitionProduceResponse {
+    let mut p = PartitionProduceResponse::default();
+    p.index = partition;
+    p.base_offset = info.first_offset.0;
+    p.log_append_time_ms = info.log_append_time.map(|t| t.0).unwrap_or(-1);
+    p.log_start_offset = info.log_start_offset.0;
+    p
+}
+
+fn error_partition(ctx: &RequestContext, partition: i32, e: &ApiError) -> PartitionProduceResponse {
+    let mut p = PartitionProduceResponse::default();
+    p.index = partition;
+    p.error_code = e.code();
+    p.base_offset = -1;
+    p.log_append_time_ms = -1;
+    p.log_start_offset = -1;
+    if ctx.version >= 8 {
+        p.error_message = Some(StrBytes::from_string(e.message()));
+    }
+    if e.kind() == ResponseError::UnknownServerError {
+        tracing::warn!(partition, error = %e, "produce failed");
+    }
+    p
+}

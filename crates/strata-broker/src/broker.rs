@@ -1,0 +1,165 @@
+//! The state every request handler shares: configuration, topic store, log
+//! manager, the append notifier that wakes delayed fetches, producer-id
+//! allocation and counters.
+//!
+//! Locking: the topic store has its own mutex (never held across `.await`);
+//! `admin` serialises topic-level mutations (create, delete, add partitions,
+//! config changes) so that the store and the log directories change
+//! together; the producer-id block has its own mutex. No lock is held while
+//! another is taken except `admin` → store.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use strata_log::{Log, LogConfig, LogManager, TopicPartition};
+use tokio::sync::watch;
+
+use crate::config::{BrokerConfig, Listener};
+use crate::errors::ApiError;
+use crate::stats::Stats;
+use crate::topics::{TopicInfo, TopicStore};
+
+/// Producer ids are reserved from the store in blocks of this many.
+const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// Shared broker state.
+pub(crate) struct Broker {
+    pub config: BrokerConfig,
+    pub cluster_id: String,
+    /// Host and port Metadata advertises.
+    pub advertised: Listener,
+    pub topics: Arc<TopicStore>,
+    pub logs: Arc<LogManager>,
+    pub stats: Stats,
+    /// Bumped after every append; delayed fetches wait for a change.
+    pub appends: watch::Sender<u64>,
+    /// `true` once shutdown began; long waits select on it.
+    pub shutdown: watch::Receiver<bool>,
+    /// Serialises topic-level admin mutations.
+    pub admin: Mutex<()>,
+    producer_ids: Mutex<ProducerIdBlock>,
+}
+
+#[derive(Debug, Default)]
+struct ProducerIdBlock {
+    next: i64,
+    end: i64,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("node_id", &self.config.node_id)
+            .field("cluster_id", &self.cluster_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    pub(crate) fn new(
+        config: BrokerConfig,
+        cluster_id: String,
+        bound: SocketAddr,
+        topics: Arc<TopicStore>,
+        logs: Arc<LogManager>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Broker {
+        let advertised = match &config.advertised_listener {
+            Some(l) => l.clone(),
+            None => {
+                let host = if config.listener.host.is_empty() || bound.ip().is_unspecified() {
+                    "127.0.0.1".to_string()
+                } else {
+                    bound.ip().to_string()
+                };
+                Listener {
+                    name: config.listener.name.clone(),
+                    host,
+                    port: bound.port(),
+                }
+            }
+        };
+        Broker {
+            config,
+            cluster_id,
+            advertised,
+            topics,
+            logs,
+            stats: Stats::default(),
+            appends: watch::Sender::new(0),
+            shutdown,
+            admin: Mutex::new(()),
+            producer_ids: Mutex::new(ProducerIdBlock::default()),
+        }
+    }
+
+    /// Run blocking work (file I/O, fsync, store writes) off the executor.
+    pub(crate) async fn blocking<T, F>(self: &Arc<Self>, f: F) -> T
+    where
+        F: FnOnce(&Broker) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let this = self.clone();
+        match tokio::task::spawn_blocking(move || f(&this)).await {
+            Ok(v) => v,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("blocking task cancelled: {e}"),
+        }
+    }
+
+    /// Wake delayed fetches after an append or a log-start change.
+    pub(crate) fn notify_appended(&self) {
+        self.appends.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// The effective config of a topic: its overrides over the broker defaults.
+    pub(crate) fn topic_config(&self, info: &TopicInfo) -> LogConfig {
+        effective_config(&self.config.log_config, info)
+    }
+
+    /// The log of a partition, if the topic and partition exist.
+    pub(crate) fn log(&self, topic: &str, partition: i32) -> Option<Arc<Log>> {
+        self.logs.get_log(&TopicPartition::new(topic, partition))
+    }
+
+    /// Leader epoch of the partitions of `info`.
+    pub(crate) fn leader_epoch(&self, info: &TopicInfo) -> i32 {
+        info.leader_epoch
+    }
+
+    /// Next producer id, reserving a new persisted block when needed.
+    pub(crate) fn next_producer_id(&self) -> Result<i64, ApiError> {
+        let mut block = self.producer_ids.lock().unwrap_or_else(|p| p.into_inner());
+        if block.next >= block.end {
+            let first = self
+                .topics
+                .allocate_producer_ids(PRODUCER_ID_BLOCK)
+                .map_err(ApiError::store)?;
+            block.next = first;
+            block.end = first + PRODUCER_ID_BLOCK;
+        }
+        let id = block.next;
+        block.next += 1;
+        Ok(id)
+    }
+}
+
+/// `info`'s overrides over `base`; an override that no longer validates
+/// (e.g. written by a newer version) is skipped with a warning.
+pub(crate) fn effective_config(base: &LogConfig, info: &TopicInfo) -> LogConfig {
+    match LogConfig::with_overrides(base, &info.configs) {
+        Ok(c) => c,
+        Err(error) => {
+            tracing::warn!(topic = %info.name, %error, "ignoring invalid stored topic configs");
+            let mut cfg = base.clone();
+            for (k, v) in &info.configs {
+                let one: BTreeMap<String, String> = [(k.clone(), v.clone())].into();
+                if let Ok(c) = LogConfig::with_overrides(&cfg, &one) {
+                    cfg = c;
+                }
+            }
+            cfg
+        }
+    }
+}

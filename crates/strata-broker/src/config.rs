@@ -1,0 +1,475 @@
+//! Broker configuration: Kafka's `server.properties` names and defaults,
+//! parsed, defaulted and validated in one pass ([`BrokerConfig::from_properties`]).
+//!
+//! Every property the broker itself reads is parsed here and nowhere else.
+//! Topic-level defaults (`log.*`, `message.max.bytes`, ...) are handed whole
+//! to `strata_log::LogConfig::from_broker_properties`, which owns those names.
+//! Unknown properties are kept (they show up in DescribeConfigs as static
+//! broker configs) and logged, as Kafka does.
+//!
+//! Defaults that differ from Kafka's are listed in `docs/differences-from-kafka.md`:
+//! `node.id` defaults to 1 (the value of Kafka's KRaft sample config; Kafka has no
+//! default), `log.dirs` to `./strata-data` (Kafka: `/tmp/kafka-logs`),
+//! `max.connections` to 1000 (Kafka: unbounded).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use strata_log::LogConfig;
+use thiserror::Error;
+
+use crate::properties;
+
+/// Default listener when `listeners` is not set.
+pub const DEFAULT_LISTENERS: &str = "PLAINTEXT://127.0.0.1:9092";
+/// Default data directory when neither `log.dirs` nor `log.dir` is set.
+pub const DEFAULT_LOG_DIR: &str = "./strata-data";
+
+/// A configuration problem; every variant names the property (or file) at fault.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("invalid value {value:?} for configuration {name}: {reason}")]
+    InvalidValue {
+        name: String,
+        value: String,
+        reason: &'static str,
+    },
+    #[error("conflicting values for {name} ({value:?}) and {other} ({other_value:?})")]
+    Conflict {
+        name: &'static str,
+        value: String,
+        other: &'static str,
+        other_value: String,
+    },
+    #[error("cannot read properties file {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("syntax error in {path} at line {line}")]
+    Syntax { path: PathBuf, line: usize },
+    #[error("override {pair:?} is not of the form key=value")]
+    BadOverride { pair: String },
+    #[error("invalid log (topic default) configuration")]
+    Log(#[from] strata_log::ConfigError),
+}
+
+/// One listener endpoint: `NAME://host:port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    /// Listener name; also the security protocol (only `PLAINTEXT` is served).
+    pub name: String,
+    /// Host to bind (empty = all interfaces) or to advertise.
+    pub host: String,
+    pub port: u16,
+}
+
+impl Listener {
+    /// Parse `PLAINTEXT://host:port` (IPv6 hosts in brackets).
+    fn parse(prop: &str, value: &str) -> Result<Listener, ConfigError> {
+        let bad = |reason| ConfigError::InvalidValue {
+            name: prop.to_string(),
+            value: value.to_string(),
+            reason,
+        };
+        let (name, rest) = value
+            .split_once("://")
+            .ok_or_else(|| bad("expected LISTENER_NAME://host:port"))?;
+        let (host, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| bad("expected LISTENER_NAME://host:port"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| bad("port is not a number in 0..=65535"))?;
+        if name.trim() != "PLAINTEXT" {
+            return Err(bad("only PLAINTEXT listeners are supported"));
+        }
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        Ok(Listener {
+            name: name.trim().to_string(),
+            host,
+            port,
+        })
+    }
+
+    /// `host:port` suitable for binding.
+    pub fn bind_address(&self) -> String {
+        let host = if self.host.is_empty() {
+            "0.0.0.0"
+        } else {
+            &self.host
+        };
+        if host.contains(':') {
+            format!("[{host}]:{}", self.port)
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+}
+
+/// The broker's typed configuration.
+#[derive(Clone, Debug)]
+pub struct BrokerConfig {
+    /// `listeners`: the single PLAINTEXT listener served.
+    pub listener: Listener,
+    /// `advertised.listeners`: what Metadata tells clients; defaults to the
+    /// bound listener (with `0.0.0.0`/empty host replaced by `127.0.0.1`).
+    pub advertised_listener: Option<Listener>,
+    /// `node.id` / `broker.id` (default 1).
+    pub node_id: i32,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// `log.dirs` (or `log.dir`), comma separated.
+    pub log_dirs: Vec<PathBuf>,
+    /// `num.partitions` for auto-created topics and CreateTopics with -1.
+    pub num_partitions: i32,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i16,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics_enable: bool,
+    /// `socket.request.max.bytes`: larger frames close the connection.
+    pub socket_request_max_bytes: usize,
+    /// `max.connections`: concurrent client connections.
+    pub max_connections: usize,
+    /// `message.max.bytes` (also the broker default of topic `max.message.bytes`).
+    pub message_max_bytes: i32,
+    /// `num.recovery.threads.per.data.dir`.
+    pub num_recovery_threads_per_data_dir: usize,
+    /// `log.segment.delete.delay.ms` (`file.delete.delay.ms` for topics).
+    pub log_segment_delete_delay_ms: i64,
+    /// `log.flush.offset.checkpoint.interval.ms`.
+    pub log_flush_offset_checkpoint_interval_ms: i64,
+    /// `log.flush.start.offset.checkpoint.interval.ms`.
+    pub log_flush_start_offset_checkpoint_interval_ms: i64,
+    /// `offsets.topic.num.partitions` (used by the group coordinator).
+    pub offsets_topic_num_partitions: i32,
+    /// `strata.durable.append`: fsync before acknowledging acks=all/1 writes.
+    pub durable_append: bool,
+    /// `cluster.id`; when unset one is generated once and kept in the topic store.
+    pub cluster_id: Option<String>,
+    /// Topic-level defaults derived from the `log.*` and related broker properties.
+    pub log_config: LogConfig,
+    /// Every property given (file then overrides), for DescribeConfigs.
+    pub properties: BTreeMap<String, String>,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig::from_properties(BTreeMap::new()).expect("built-in defaults are valid")
+    }
+}
+
+impl BrokerConfig {
+    /// Read `path` (if any), apply `overrides` (`key=value`, later wins), validate.
+    ///
+    /// # Errors
+    /// The file cannot be read or parsed, an override is malformed, or a value is invalid.
+    pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<BrokerConfig, ConfigError> {
+        let mut props = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                    path: p.to_path_buf(),
+                    source,
+                })?;
+                properties::parse(&text, p)?
+            }
+            None => BTreeMap::new(),
+        };
+        for pair in overrides {
+            let (k, v) = properties::parse_override(pair)?;
+            props.insert(k, v);
+        }
+        BrokerConfig::from_properties(props)
+    }
+
+    /// Build and validate a configuration from property names to values.
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidValue`] naming the first bad property.
+    pub fn from_properties(props: BTreeMap<String, String>) -> Result<BrokerConfig, ConfigError> {
+        let p = Props(&props);
+        let listeners = p.str("listeners").unwrap_or(DEFAULT_LISTENERS);
+        let listener = single_listener("listeners", listeners)?;
+        let advertised_listener = match p.str("advertised.listeners") {
+            Some(v) => Some(single_listener("advertised.listeners", v)?),
+            None => None,
+        };
+        let node_id = match (p.get::<i32>("node.id")?, p.get::<i32>("broker.id")?) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(ConfigError::Conflict {
+                    name: "node.id",
+                    value: a.to_string(),
+                    other: "broker.id",
+                    other_value: b.to_string(),
+                })
+            }
+            (Some(a), _) | (None, Some(a)) => a,
+            (None, None) => 1,
+        };
+        if node_id < 0 {
+            return Err(p.invalid("node.id", "must be >= 0"));
+        }
+        let log_dirs_value = p
+            .str("log.dirs")
+            .or_else(|| p.str("log.dir"))
+            .unwrap_or(DEFAULT_LOG_DIR);
+        let log_dirs: Vec<PathBuf> = log_dirs_value
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if log_dirs.is_empty() {
+            return Err(ConfigError::InvalidValue {
+                name: "log.dirs".into(),
+                value: log_dirs_value.into(),
+                reason: "no directory given",
+            });
+        }
+        let num_partitions = p.get_or("num.partitions", 1i32)?;
+        if num_partitions < 1 {
+            return Err(p.invalid("num.partitions", "must be >= 1"));
+        }
+        let default_replication_factor = p.get_or("default.replication.factor", 1i16)?;
+        if default_replication_factor < 1 {
+            return Err(p.invalid("default.replication.factor", "must be >= 1"));
+        }
+        let socket_request_max_bytes = p.get_or("socket.request.max.bytes", 104_857_600i32)?;
+        if socket_request_max_bytes < 1 {
+            return Err(p.invalid("socket.request.max.bytes", "must be >= 1"));
+        }
+        let max_connections = p.get_or("max.connections", 1000i32)?;
+        if max_connections < 1 {
+            return Err(p.invalid("max.connections", "must be >= 1"));
+        }
+        let message_max_bytes = p.get_or("message.max.bytes", 1_048_588i32)?;
+        if message_max_bytes < 0 {
+            return Err(p.invalid("message.max.bytes", "must be >= 0"));
+        }
+        let recovery = p.get_or("num.recovery.threads.per.data.dir", 2i32)?;
+        if recovery < 1 {
+            return Err(p.invalid("num.recovery.threads.per.data.dir", "must be >= 1"));
+        }
+        let delete_delay = p.get_or("log.segment.delete.delay.ms", 60_000i64)?;
+        if delete_delay < 0 {
+            return Err(p.invalid("log.segment.delete.delay.ms", "must be >= 0"));
+        }
+        let offsets_partitions = p.get_or("offsets.topic.num.partitions", 50i32)?;
+        if offsets_partitions < 1 {
+            return Err(p.invalid("offsets.topic.num.partitions", "must be >= 1"));
+        }
+        let cluster_id = p.str("cluster.id").map(str::to_string);
+        if let Some(id) = &cluster_id {
+            if id.is_empty() {
+                return Err(p.invalid("cluster.id", "must not be empty"));
+            }
+        }
+        let log_config = LogConfig::from_broker_properties(&props)?;
+        let config = BrokerConfig {
+            listener,
+            advertised_listener,
+            node_id,
+            rack: p.str("broker.rack").map(str::to_string),
+            log_dirs,
+            num_partitions,
+            default_replication_factor,
+            auto_create_topics_enable: p.get_or("auto.create.topics.enable", true)?,
+            socket_request_max_bytes: socket_request_max_bytes as usize,
+            max_connections: max_connections as usize,
+            message_max_bytes,
+            num_recovery_threads_per_data_dir: recovery as usize,
+            log_segment_delete_delay_ms: delete_delay,
+            log_flush_offset_checkpoint_interval_ms: p
+                .get_or("log.flush.offset.checkpoint.interval.ms", 60_000i64)?,
+            log_flush_start_offset_checkpoint_interval_ms: p
+                .get_or("log.flush.start.offset.checkpoint.interval.ms", 60_000i64)?,
+            offsets_topic_num_partitions: offsets_partitions,
+            durable_append: p.get_or("strata.durable.append", false)?,
+            cluster_id,
+            log_config,
+            properties: props.clone(),
+        };
+        for name in props.keys() {
+            if !is_known(name) {
+                tracing::warn!(property = %name, "unknown broker configuration (kept, not used)");
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// Names parsed here, plus anything `log.*`-like that LogConfig reads.
+fn is_known(name: &str) -> bool {
+    const OWN: &[&str] = &[
+        "listeners",
+        "advertised.listeners",
+        "node.id",
+        "broker.id",
+        "broker.rack",
+        "log.dirs",
+        "log.dir",
+        "num.partitions",
+        "default.replication.factor",
+        "auto.create.topics.enable",
+        "socket.request.max.bytes",
+        "max.connections",
+        "message.max.bytes",
+        "num.recovery.threads.per.data.dir",
+        "log.segment.delete.delay.ms",
+        "log.flush.offset.checkpoint.interval.ms",
+        "log.flush.start.offset.checkpoint.interval.ms",
+        "offsets.topic.num.partitions",
+        "strata.durable.append",
+        "cluster.id",
+        "process.roles",
+        "controller.quorum.voters",
+        "controller.listener.names",
+        "inter.broker.listener.name",
+        "listener.security.protocol.map",
+    ];
+    OWN.contains(&name)
+        || name.starts_with("log.")
+        || LogConfig::definitions()
+            .iter()
+            .any(|d| d.name == name || d.synonyms.iter().any(|(s, _)| *s == name))
+}
+
+fn single_listener(prop: &str, value: &str) -> Result<Listener, ConfigError> {
+    let parts: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    match parts.as_slice() {
+        [one] => Listener::parse(prop, one),
+        _ => Err(ConfigError::InvalidValue {
+            name: prop.to_string(),
+            value: value.to_string(),
+            reason: "exactly one PLAINTEXT listener is supported",
+        }),
+    }
+}
+
+/// Typed access to the raw property map; every error names the property.
+struct Props<'a>(&'a BTreeMap<String, String>);
+
+impl Props<'_> {
+    fn str(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(|s| s.trim())
+    }
+
+    fn invalid(&self, name: &str, reason: &'static str) -> ConfigError {
+        ConfigError::InvalidValue {
+            name: name.to_string(),
+            value: self.str(name).unwrap_or_default().to_string(),
+            reason,
+        }
+    }
+
+    fn get<T: FromStr>(&self, name: &str) -> Result<Option<T>, ConfigError> {
+        match self.str(name) {
+            None => Ok(None),
+            Some(v) => v
+                .parse::<T>()
+                .map(Some)
+                .map_err(|_| self.invalid(name, "not a valid value of the expected type")),
+        }
+    }
+
+    fn get_or<T: FromStr>(&self, name: &str, default: T) -> Result<T, ConfigError> {
+        Ok(self.get(name)?.unwrap_or(default))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_match_the_documented_values() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.listener.bind_address(), "127.0.0.1:9092");
+        assert_eq!(c.node_id, 1);
+        assert_eq!(c.log_dirs, vec![PathBuf::from(DEFAULT_LOG_DIR)]);
+        assert_eq!(c.num_partitions, 1);
+        assert_eq!(c.default_replication_factor, 1);
+        assert!(c.auto_create_topics_enable);
+        assert_eq!(c.socket_request_max_bytes, 104_857_600);
+        assert_eq!(c.max_connections, 1000);
+        assert_eq!(c.message_max_bytes, 1_048_588);
+        assert_eq!(c.offsets_topic_num_partitions, 50);
+        assert!(!c.durable_append);
+        assert_eq!(c.log_config, LogConfig::default());
+    }
+
+    #[test]
+    fn parses_kafka_names() {
+        let c = BrokerConfig::from_properties(props(&[
+            ("listeners", "PLAINTEXT://0.0.0.0:19092"),
+            ("advertised.listeners", "PLAINTEXT://broker.example:19092"),
+            ("broker.id", "7"),
+            ("log.dir", "/a"),
+            ("log.dirs", "/b, /c"),
+            ("num.partitions", "3"),
+            ("auto.create.topics.enable", "false"),
+            ("strata.durable.append", "true"),
+            ("broker.rack", "r1"),
+        ]))
+        .unwrap();
+        assert_eq!(c.listener.port, 19092);
+        assert_eq!(c.advertised_listener.unwrap().host, "broker.example");
+        assert_eq!(c.node_id, 7);
+        assert_eq!(c.log_dirs, vec![PathBuf::from("/b"), PathBuf::from("/c")]);
+        assert_eq!(c.num_partitions, 3);
+        assert!(!c.auto_create_topics_enable);
+        assert!(c.durable_append);
+        assert_eq!(c.rack.as_deref(), Some("r1"));
+    }
+
+    #[test]
+    fn errors_name_property_and_value() {
+        let err = BrokerConfig::from_properties(props(&[("num.partitions", "zero")])).unwrap_err();
+        match err {
+            ConfigError::InvalidValue { name, value, .. } => {
+                assert_eq!(name, "num.partitions");
+                assert_eq!(value, "zero");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let err = BrokerConfig::from_properties(props(&[("listeners", "SSL://h:1")])).unwrap_err();
+        assert!(matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "listeners"));
+        let err = BrokerConfig::from_properties(props(&[("node.id", "1"), ("broker.id", "2")]))
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::Conflict { .. }));
+        let err = BrokerConfig::from_properties(props(&[("max.connections", "0")])).unwrap_err();
+        assert!(
+            matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "max.connections")
+        );
+    }
+
+    #[test]
+    fn load_layers_overrides_over_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.properties");
+        std::fs::write(&path, "num.partitions=4\nlog.dirs=/from-file\n").unwrap();
+        let c = BrokerConfig::load(Some(&path), &["num.partitions=6".to_string()]).unwrap();
+        assert_eq!(c.num_partitions, 6);
+        assert_eq!(c.log_dirs, vec![PathBuf::from("/from-file")]);
+        assert!(matches!(
+            BrokerConfig::load(Some(&dir.path().join("missing")), &[]),
+            Err(ConfigError::Read { .. })
+        ));
+    }
+}

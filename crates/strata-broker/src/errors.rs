@@ -1,0 +1,166 @@
+//! Kafka protocol error codes: the one place where engine and broker errors
+//! become the codes clients see.
+//!
+//! [`ApiError`] is what handlers return for a topic or partition; [`ApiError::code`]
+//! and [`log_error_code`] are the mapping. Engine errors are classified by
+//! variant (and, for invalid batches, by `BatchError::class()`), never by text.
+
+use kafka_protocol::error::ResponseError;
+use strata_log::batch::ErrorClass;
+use strata_log::LogError;
+use thiserror::Error;
+
+use crate::topics::TopicStoreError;
+
+/// A per-topic / per-partition failure of a request.
+#[derive(Debug, Error)]
+pub(crate) enum ApiError {
+    #[error("this server does not host this topic-partition")]
+    UnknownTopicOrPartition,
+    #[error("unknown topic id")]
+    UnknownTopicId,
+    #[error("invalid topic name: {reason}")]
+    InvalidTopic { reason: &'static str },
+    #[error("invalid number of partitions: {reason}")]
+    InvalidPartitions { reason: &'static str },
+    #[error("invalid replication factor: {reason}")]
+    InvalidReplicationFactor { reason: &'static str },
+    #[error("invalid replica assignment: {reason}")]
+    InvalidReplicaAssignment { reason: &'static str },
+    #[error("invalid config: {0}")]
+    InvalidConfig(strata_log::ConfigError),
+    #[error("invalid config: {reason}")]
+    InvalidConfigOther { reason: String },
+    #[error("topic already exists")]
+    TopicAlreadyExists,
+    #[error("invalid request: {reason}")]
+    InvalidRequest { reason: &'static str },
+    #[error("invalid required acks {acks}")]
+    InvalidRequiredAcks { acks: i16 },
+    #[error("requested offset {requested} is above the high watermark {high_watermark}")]
+    OffsetAboveHighWatermark { requested: i64, high_watermark: i64 },
+    #[error("leader epoch {requested} is newer than the current epoch {current}")]
+    UnknownLeaderEpoch { requested: i32, current: i32 },
+    #[error("leader epoch {requested} is older than the current epoch {current}")]
+    FencedLeaderEpoch { requested: i32, current: i32 },
+    #[error("in-sync replicas {isr} are fewer than min.insync.replicas {required}")]
+    NotEnoughReplicas { isr: i32, required: i32 },
+    #[error("zstd-compressed batches need Produce v7+ / Fetch v10+")]
+    UnsupportedCompression,
+    #[error("incremental fetch session {session_id} not found")]
+    FetchSessionIdNotFound { session_id: i32 },
+    #[error("topic metadata store failure: {0}")]
+    Store(#[source] TopicStoreError),
+    #[error("{0}")]
+    Log(#[source] LogError),
+}
+
+impl ApiError {
+    pub(crate) fn store(e: TopicStoreError) -> ApiError {
+        tracing::error!(error = %e, "topic metadata store failure");
+        ApiError::Store(e)
+    }
+
+    /// The Kafka error code for this failure.
+    pub(crate) fn code(&self) -> i16 {
+        self.kind().code()
+    }
+
+    pub(crate) fn kind(&self) -> ResponseError {
+        use ResponseError as R;
+        match self {
+            ApiError::UnknownTopicOrPartition => R::UnknownTopicOrPartition,
+            ApiError::UnknownTopicId => R::UnknownTopicId,
+            ApiError::InvalidTopic { .. } => R::InvalidTopicException,
+            ApiError::InvalidPartitions { .. } => R::InvalidPartitions,
+            ApiError::InvalidReplicationFactor { .. } => R::InvalidReplicationFactor,
+            ApiError::InvalidReplicaAssignment { .. } => R::InvalidReplicaAssignment,
+            ApiError::InvalidConfig(_) | ApiError::InvalidConfigOther { .. } => R::InvalidConfig,
+            ApiError::TopicAlreadyExists => R::TopicAlreadyExists,
+            ApiError::InvalidRequest { .. } => R::InvalidRequest,
+            ApiError::InvalidRequiredAcks { .. } => R::InvalidRequiredAcks,
+            ApiError::OffsetAboveHighWatermark { .. } => R::OffsetOutOfRange,
+            ApiError::UnknownLeaderEpoch { .. } => R::UnknownLeaderEpoch,
+            ApiError::FencedLeaderEpoch { .. } => R::FencedLeaderEpoch,
+            ApiError::NotEnoughReplicas { .. } => R::NotEnoughReplicas,
+            ApiError::UnsupportedCompression => R::UnsupportedCompressionType,
+            ApiError::FetchSessionIdNotFound { .. } => R::FetchSessionIdNotFound,
+            ApiError::Store(_) => R::UnknownServerError,
+            ApiError::Log(e) => log_error_code(e),
+        }
+    }
+
+    /// Message for responses that carry one (`error_message` fields).
+    pub(crate) fn message(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// Map an engine error to the Kafka error code a client should see.
+pub(crate) fn log_error_code(e: &LogError) -> ResponseError {
+    use ResponseError as R;
+    match e {
+        LogError::Batch { source, .. } => match source.class() {
+            ErrorClass::Corrupt => R::CorruptMessage,
+            ErrorClass::InvalidRecord => R::InvalidRecord,
+            ErrorClass::InvalidTimestamp => R::InvalidTimestamp,
+            ErrorClass::TooLarge => R::MessageTooLarge,
+        },
+        LogError::OffsetOutOfRange { .. } => R::OffsetOutOfRange,
+        LogError::RecordBatchTooLarge { .. } => R::RecordListTooLarge,
+        LogError::DirOffline { .. } | LogError::NoOnlineDir => R::KafkaStorageError,
+        LogError::Io { .. } | LogError::Index { .. } | LogError::Checkpoint { .. } => {
+            R::KafkaStorageError
+        }
+        LogError::Closed { .. } => R::NotLeaderOrFollower,
+        LogError::Config { .. } => R::InvalidConfig,
+        _ => R::UnknownServerError,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_log::batch::BatchError;
+    use strata_log::{Offset, TopicPartition};
+
+    fn tp() -> TopicPartition {
+        TopicPartition::new("t", 0)
+    }
+
+    #[test]
+    fn batch_errors_map_by_class() {
+        let corrupt = LogError::Batch {
+            tp: tp(),
+            source: BatchError::ChecksumMismatch {
+                stored: 1,
+                computed: 2,
+            }
+            .at(0),
+        };
+        assert_eq!(log_error_code(&corrupt), ResponseError::CorruptMessage);
+        let count = LogError::Batch {
+            tp: tp(),
+            source: BatchError::CountMismatch {
+                declared: 2,
+                actual: 1,
+            },
+        };
+        assert_eq!(log_error_code(&count), ResponseError::InvalidRecord);
+        let oor = LogError::OffsetOutOfRange {
+            tp: tp(),
+            requested: Offset(9),
+            log_start: Offset(0),
+            log_end: Offset(3),
+        };
+        assert_eq!(log_error_code(&oor).code(), 1);
+        let big = LogError::RecordBatchTooLarge {
+            tp: tp(),
+            size: 10,
+            segment_bytes: 5,
+        };
+        assert_eq!(log_error_code(&big).code(), 18);
+        assert_eq!(ApiError::TopicAlreadyExists.code(), 36);
+        assert_eq!(ApiError::UnknownTopicOrPartition.code(), 3);
+    }
+}

@@ -1,0 +1,262 @@
+//! The listener: startup (open the topic store and the log manager,
+//! reconcile them, bind), the accept loop with its connection limit
+//! (`max.connections`, a semaphore), and graceful shutdown (stop accepting,
+//! let connections finish their current request, then `LogManager::shutdown`
+//! which flushes, checkpoints and writes the clean-shutdown markers).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use strata_log::{LogManager, LogManagerConfig, SharedClock, SystemClock};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::JoinHandle;
+
+use crate::broker::{effective_config, Broker};
+use crate::config::BrokerConfig;
+use crate::connection;
+use crate::error::BrokerError;
+use crate::reconcile;
+use crate::stats::BrokerStats;
+use crate::topics::TopicStore;
+
+/// A running broker.
+#[derive(Debug)]
+pub struct BrokerHandle {
+    local_addr: SocketAddr,
+    broker: Arc<Broker>,
+    shutdown_tx: watch::Sender<bool>,
+    accept_task: JoinHandle<()>,
+    connections_done: mpsc::Receiver<()>,
+}
+
+impl BrokerHandle {
+    /// The address the listener is bound to (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The cluster id Metadata reports.
+    pub fn cluster_id(&self) -> &str {
+        &self.broker.cluster_id
+    }
+
+    /// A snapshot of the broker's counters.
+    pub fn stats(&self) -> BrokerStats {
+        self.broker.stats.snapshot()
+    }
+
+    /// Stop accepting, wait for connections to finish, close the logs cleanly.
+    ///
+    /// # Errors
+    /// The log manager failed to flush or close.
+    pub async fn shutdown(mut self) -> Result<(), BrokerError> {
+        let _ = self.shutdown_tx.send(true);
+        if let Err(source) = (&mut self.accept_task).await {
+            return Err(BrokerError::Task {
+                task: "accept loop",
+                source,
+            });
+        }
+        // Every connection task holds a sender; recv() returns None once all are gone.
+        let _ = self.connections_done.recv().await;
+        let logs = self.broker.logs.clone();
+        tokio::task::spawn_blocking(move || logs.shutdown())
+            .await
+            .map_err(|source| BrokerError::Task {
+                task: "log manager shutdown",
+                source,
+            })??;
+        tracing::info!("broker shut down cleanly");
+        Ok(())
+    }
+}
+
+/// Start a broker with the system clock.
+///
+/// # Errors
+/// Log directories or the topic store cannot be opened, or the listener cannot bind.
+pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
+    start_with_clock(config, Arc::new(SystemClock)).await
+}
+
+/// Start a broker whose log engine reads `clock`.
+///
+/// # Errors
+/// As [`start`].
+pub async fn start_with_clock(
+    config: BrokerConfig,
+    clock: SharedClock,
+) -> Result<BrokerHandle, BrokerError> {
+    let cfg = config.clone();
+    let storage_clock = clock.clone();
+    let (store, logs, cluster_id) =
+        tokio::task::spawn_blocking(move || open_storage(&cfg, storage_clock))
+            .await
+            .map_err(|source| BrokerError::Task {
+                task: "opening storage",
+                source,
+            })??;
+    let addr = config.listener.bind_address();
+    let listener = TcpListener::bind(&addr)
+        .await
+        .map_err(|source| BrokerError::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
+    let local_addr = listener.local_addr().map_err(|source| BrokerError::Io {
+        op: "reading the bound address",
+        source,
+    })?;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let broker = Arc::new(Broker::new(
+        config,
+        cluster_id,
+        local_addr,
+        store,
+        logs.clone(),
+        shutdown_rx.clone(),
+    ));
+    logs.start_background();
+    let (done_tx, done_rx) = mpsc::channel::<()>(1);
+    let limit = Arc::new(Semaphore::new(broker.config.max_connections));
+    let accept_task = tokio::spawn(accept_loop(
+        listener,
+        broker.clone(),
+        limit,
+        shutdown_rx,
+        done_tx,
+    ));
+    tracing::info!(%local_addr, node_id = broker.config.node_id, cluster_id = %broker.cluster_id, "broker started");
+    Ok(BrokerHandle {
+        local_addr,
+        broker,
+        shutdown_tx,
+        accept_task,
+        connections_done: done_rx,
+    })
+}
+
+/// Open the topic store and the log manager and make them agree (blocking).
+fn open_storage(
+    config: &BrokerConfig,
+    clock: SharedClock,
+) -> Result<(Arc<TopicStore>, Arc<LogManager>, String), BrokerError> {
+    for dir in &config.log_dirs {
+        std::fs::create_dir_all(dir).map_err(|source| BrokerError::LogDir {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let store = Arc::new(TopicStore::open(&config.log_dirs[0])?);
+    let cluster_id = store.cluster_id(config.cluster_id.as_deref())?;
+    let manager_config = LogManagerConfig {
+        log_dirs: config.log_dirs.clone(),
+        default_config: config.log_config.clone(),
+        recovery_threads_per_data_dir: config.num_recovery_threads_per_data_dir,
+        broker_id: config.node_id,
+        cluster_id: Some(cluster_id.clone()),
+        flush_offset_checkpoint_interval_ms: config.log_flush_offset_checkpoint_interval_ms,
+        flush_start_offset_checkpoint_interval_ms: config
+            .log_flush_start_offset_checkpoint_interval_ms,
+        file_delete_delay_ms: config.log_segment_delete_delay_ms,
+    };
+    let logs = LogManager::open(manager_config, clock)?;
+    let provider_store = store.clone();
+    let base = config.log_config.clone();
+    logs.set_topic_config_provider(Arc::new(move |topic: &str| {
+        match provider_store.get(topic) {
+            Some(info) => effective_config(&base, &info),
+            None => base.clone(),
+        }
+    }));
+    reconcile::reconcile(config, &store, &logs)?;
+    Ok((store, logs, cluster_id))
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    limit: Arc<Semaphore>,
+    mut shutdown: watch::Receiver<bool>,
+    done: mpsc::Sender<()>,
+) {
+    loop {
+        let permit = tokio::select! {
+            p = limit.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+            _ = shutdown.changed() => return,
+        };
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shutdown.changed() => return,
+        };
+        match accepted {
+            Ok((socket, _peer)) => {
+                crate::stats::Stats::add(&broker.stats.connections_accepted, 1);
+                let broker = broker.clone();
+                let shutdown = shutdown.clone();
+                let done = done.clone();
+                tokio::spawn(async move {
+                    connection::run(broker, socket, shutdown).await;
+                    drop(permit);
+                    drop(done);
+                });
+            }
+            Err(error) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(%error, "accept failed");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+        }
+    }
+}
+
+/// Entry point of `strata serve`: parse `server.properties` (if given) and
+/// `--override key=value` pairs, start the broker, run until SIGINT/SIGTERM,
+/// shut down cleanly (logs closed, clean-shutdown marker written).
+///
+/// # Errors
+/// Invalid configuration, startup failure, or an unclean shutdown.
+pub fn serve_main(config_path: Option<&Path>, overrides: &[String]) -> Result<(), BrokerError> {
+    let config = BrokerConfig::load(config_path, overrides)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("strata-net")
+        .build()
+        .map_err(|source| BrokerError::Io {
+            op: "building the async runtime",
+            source,
+        })?;
+    runtime.block_on(async move {
+        let handle = start(config).await?;
+        eprintln!(
+            "strata: broker {} listening on {} (cluster id {})",
+            handle.broker.config.node_id,
+            handle.local_addr(),
+            handle.cluster_id()
+        );
+        wait_for_signal().await?;
+        tracing::info!("signal received, shutting down");
+        handle.shutdown().await
+    })
+}
+
+async fn wait_for_signal() -> Result<(), BrokerError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(|source| BrokerError::Io {
+        op: "installing the SIGTERM handler",
+        source,
+    })?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.map_err(|source| BrokerError::Io { op: "waiting for SIGINT", source }),
+        _ = term.recv() => Ok(()),
+    }
+}
