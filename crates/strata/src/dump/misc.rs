@@ -9,11 +9,11 @@ use std::path::Path;
 
 use super::lines::{SnapshotBatchLine, SnapshotLine, TxnLine};
 use super::{Emitter, Problems};
-use crate::read::checkpoint::{
-    parse_partition_metadata, read_epoch_checkpoint, read_offset_checkpoint,
-};
+use strata_log::metadata::PartitionMetadata;
+use strata_log::producer_state::{decode_snapshot, SnapshotCorruption};
+
+use crate::read::checkpoint::{read_epoch_checkpoint, read_offset_checkpoint};
 use crate::read::read_all;
-use crate::read::snapshot::parse_snapshot;
 use crate::read::txn::parse_txn_index;
 
 fn read_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Vec<u8>> {
@@ -66,18 +66,18 @@ pub fn dump_snapshot(path: &Path, em: &mut Emitter, problems: &mut Problems) {
     let Some(bytes) = read_or_report(path, em, problems) else {
         return;
     };
-    match parse_snapshot(&bytes) {
+    match decode_snapshot(&bytes) {
         Ok(entries) => {
             for e in entries {
                 let line = SnapshotLine {
                     producer_id: e.producer_id.0,
-                    producer_epoch: e.producer_epoch.0,
+                    producer_epoch: e.epoch.0,
                     coordinator_epoch: e.coordinator_epoch,
-                    current_txn_first_offset: e.current_txn_first_offset.map(|o| o.get()),
-                    last_timestamp: e.last_timestamp.0,
-                    batch: e.batch.map(|b| SnapshotBatchLine {
-                        first_sequence: b.first_sequence(),
-                        last_sequence: b.last_sequence,
+                    current_txn_first_offset: e.ongoing_txn_first_offset().map(|o| o.get()),
+                    last_timestamp: e.timestamp.0,
+                    batch: e.batch().map(|b| SnapshotBatchLine {
+                        first_sequence: b.first_seq(),
+                        last_sequence: b.last_seq,
                         last_offset: b.last_offset.get(),
                         offset_delta: b.offset_delta,
                         timestamp: b.timestamp.0,
@@ -89,8 +89,21 @@ pub fn dump_snapshot(path: &Path, em: &mut Emitter, problems: &mut Problems) {
         }
         Err(e) => {
             problems.corrupt = true;
-            em.error(&e.to_string());
+            em.error(&snapshot_message(&e));
         }
+    }
+}
+
+/// Kafka's `CorruptSnapshotException` message for a snapshot corruption.
+pub fn snapshot_message(e: &SnapshotCorruption) -> String {
+    match e {
+        SnapshotCorruption::UnknownVersion { version } => {
+            format!("Snapshot contained an unknown file version {version}")
+        }
+        SnapshotCorruption::ChecksumMismatch { stored, computed } => format!(
+            "Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. Computed crc: {computed}"
+        ),
+        other => format!("Snapshot failed schema validation: {other}"),
     }
 }
 
@@ -152,18 +165,19 @@ pub fn dump_partition_metadata(path: &Path, em: &mut Emitter, problems: &mut Pro
     let Some(bytes) = read_or_report(path, em, problems) else {
         return;
     };
-    match parse_partition_metadata(&bytes) {
+    let text = String::from_utf8_lossy(&bytes);
+    match PartitionMetadata::parse(&text, path) {
         Ok(m) => {
-            em.line(&format!("version: {} topicId: {}", m.version, m.topic_id));
-            em.field("version", m.version);
-            em.field("topic_id", m.topic_id);
+            let id = strata_log::metadata::uuid_to_kafka_string(&m.topic_id);
+            em.line(&format!(
+                "version: {} topicId: {id}",
+                PartitionMetadata::VERSION
+            ));
+            em.field("topic_id", id);
         }
         Err(e) => {
             problems.corrupt = true;
-            em.error(&format!(
-                "{}: malformed partition.metadata: {e}",
-                path.display()
-            ));
+            em.error(&e.to_string());
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Checkpoint files (through `strata_log::checkpoint`) and
-//! `partition.metadata`, parsed strictly and read-only.
+//! Checkpoint files, read strictly and read-only through
+//! `strata_log::checkpoint::read_checkpoint`, entries kept in file order.
 //!
 //! Format (`reference/kafka-disk-format.md` §7.1), UTF-8 text, `\n` lines:
 //!
@@ -14,13 +14,10 @@
 //! `cleaner-offset-checkpoint`) have entries `<topic> <partition> <offset>`;
 //! `leader-epoch-checkpoint` has `<epoch> <startOffset>`. An empty file, or a
 //! version line without a count line, has no entries (Kafka's reader).
-//!
-//! `partition.metadata` is `version: 0\ntopic_id: <base64url uuid>`.
 
 use std::path::Path;
 
 use strata_log::{LeaderEpoch, Offset, TopicPartition};
-use thiserror::Error;
 
 pub use strata_log::checkpoint::CheckpointError;
 
@@ -70,83 +67,6 @@ pub fn read_epoch_checkpoint(path: &Path) -> Result<Vec<EpochEntry>, CheckpointE
     })
 }
 
-/// A parsed `partition.metadata`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PartitionMetadata {
-    pub version: i32,
-    /// The topic id as written (URL-safe base64, 22 characters).
-    pub topic_id: String,
-}
-
-/// Why `partition.metadata` is malformed.
-#[derive(Clone, Debug, Error, PartialEq, Eq)]
-pub enum PartitionMetadataError {
-    #[error("file is not UTF-8")]
-    NotUtf8,
-    #[error("expected 2 lines 'version: N' and 'topic_id: ID', found {lines}")]
-    LineCount { lines: usize },
-    #[error("malformed line {line}: {text:?}")]
-    BadLine { line: usize, text: String },
-    #[error("invalid version {text:?}")]
-    BadVersion { text: String },
-    #[error("topic id {text:?} is not a 16-byte URL-safe base64 UUID")]
-    BadTopicId { text: String },
-    #[error("topic id is the all-zero UUID")]
-    ZeroTopicId,
-}
-
-/// Parse `partition.metadata` as Kafka's `PartitionMetadataReadBuffer` does:
-/// each line split on `:\s+`, a version ≥ 0, a non-zero 16-byte topic id.
-///
-/// # Errors
-/// See [`PartitionMetadataError`].
-pub fn parse_partition_metadata(bytes: &[u8]) -> Result<PartitionMetadata, PartitionMetadataError> {
-    let text = std::str::from_utf8(bytes).map_err(|_| PartitionMetadataError::NotUtf8)?;
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.len() != 2 {
-        return Err(PartitionMetadataError::LineCount { lines: lines.len() });
-    }
-    let field = |n: usize, key: &str| -> Result<String, PartitionMetadataError> {
-        let line = lines[n];
-        let bad = || PartitionMetadataError::BadLine {
-            line: n + 1,
-            text: line.to_owned(),
-        };
-        let rest = line.strip_prefix(key).ok_or_else(bad)?;
-        let rest = rest.strip_prefix(':').ok_or_else(bad)?;
-        let value = rest.trim_start();
-        if value.len() == rest.len() || value.is_empty() {
-            return Err(bad());
-        }
-        Ok(value.to_owned())
-    };
-    let version_text = field(0, "version")?;
-    let version: i32 = version_text
-        .parse()
-        .ok()
-        .filter(|v| *v >= 0)
-        .ok_or(PartitionMetadataError::BadVersion { text: version_text })?;
-    let topic_id = field(1, "topic_id")?;
-    let raw = decode_base64_url(&topic_id).ok_or_else(|| PartitionMetadataError::BadTopicId {
-        text: topic_id.clone(),
-    })?;
-    if raw.len() != 16 {
-        return Err(PartitionMetadataError::BadTopicId { text: topic_id });
-    }
-    if raw.iter().all(|b| *b == 0) {
-        return Err(PartitionMetadataError::ZeroTopicId);
-    }
-    Ok(PartitionMetadata { version, topic_id })
-}
-
-/// Java's `Base64.getUrlDecoder()` on an unpadded string.
-fn decode_base64_url(s: &str) -> Option<Vec<u8>> {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(s.trim_end_matches('='))
-        .ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,23 +97,5 @@ mod tests {
         let c = read_epoch_checkpoint(f.path()).unwrap();
         assert_eq!(c[1].epoch, LeaderEpoch(3));
         assert_eq!(c[1].start_offset, Offset(120));
-    }
-
-    #[test]
-    fn partition_metadata() {
-        let m = parse_partition_metadata(b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ").unwrap();
-        assert_eq!(m.version, 0);
-        assert_eq!(
-            parse_partition_metadata(b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA"),
-            Err(PartitionMetadataError::ZeroTopicId)
-        );
-        assert!(matches!(
-            parse_partition_metadata(b"version:0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ"),
-            Err(PartitionMetadataError::BadLine { line: 1, .. })
-        ));
-        assert!(matches!(
-            parse_partition_metadata(b"version: 0\ntopic_id: abc"),
-            Err(PartitionMetadataError::BadTopicId { .. })
-        ));
     }
 }

@@ -8,14 +8,16 @@
 //!
 //! - [`index`]: raw `.index` / `.timeindex` entries, all slots as stored.
 //! - [`txn`]: `.txnindex` aborted-transaction entries.
-//! - [`snapshot`]: producer-state `.snapshot` files.
-//! - [`checkpoint`]: offset checkpoints, `leader-epoch-checkpoint`, `partition.metadata`.
+//! - [`checkpoint`]: offset checkpoints and `leader-epoch-checkpoint`, in file order.
+//!
+//! Producer snapshots (`strata_log::producer_state::decode_snapshot`) and
+//! `partition.metadata` (`strata_log::metadata::PartitionMetadata::parse`)
+//! are read with the library's decoders directly.
 //! - [`records`]: batches of a `.log` file and the records inside them.
 
 pub mod checkpoint;
 pub mod index;
 pub mod records;
-pub mod snapshot;
 pub mod txn;
 
 use std::io::Read;
@@ -57,10 +59,6 @@ pub fn read_prefix(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         .read_to_end(&mut bytes)
         .map_err(|e| err("read", e))?;
     Ok(bytes)
-}
-
-fn be_i16(b: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([b[at], b[at + 1]])
 }
 
 fn be_i32(b: &[u8], at: usize) -> i32 {

@@ -10,9 +10,11 @@ use strata_log::format as f;
 use super::findings::{Finding, Problem};
 use super::index::{check_offset_index, check_time_index, check_txn_index};
 use super::segment::check_segment;
-use crate::read::checkpoint::{parse_partition_metadata, read_epoch_checkpoint};
+use strata_log::metadata::PartitionMetadata;
+use strata_log::producer_state::decode_snapshot;
+
+use crate::read::checkpoint::read_epoch_checkpoint;
 use crate::read::read_all;
-use crate::read::snapshot::parse_snapshot;
 
 /// What was learned about a partition, for the log-dir checkpoint checks.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -211,7 +213,7 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
         let Some(bytes) = read_or_report(path, out) else {
             continue;
         };
-        if let Err(e) = parse_snapshot(&bytes) {
+        if let Err(e) = decode_snapshot(&bytes) {
             out.push(Finding::error(
                 path,
                 None,
@@ -235,7 +237,8 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
     }
     if let Some(path) = &l.partition_metadata {
         if let Some(bytes) = read_or_report(path, out) {
-            if let Err(e) = parse_partition_metadata(&bytes) {
+            let text = String::from_utf8_lossy(&bytes);
+            if let Err(e) = PartitionMetadata::parse(&text, path) {
                 out.push(Finding::error(
                     path,
                     None,
