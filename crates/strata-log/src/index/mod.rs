@@ -3,9 +3,10 @@
 //! The offset and time indexes are Kafka's `AbstractIndex` family: fixed-size
 //! big-endian entries in a memory-mapped file that is preallocated to
 //! `segment.index.bytes` while the segment is active and trimmed to the valid
-//! entries when it is rolled or closed. [`IndexFile`] is the shared part (file
+//! entries when it is rolled or closed. `IndexFile` is the shared part (file
 //! sizing, mapping, entry count); [`OffsetIndex`] and [`TimeIndex`] give the
-//! entries meaning; [`search`] is the cache-friendly binary search both use.
+//! entries meaning; `search` holds the cache-friendly ("warm section")
+//! binary search both use, so lookups read the mapping without allocating.
 //! The transaction index ([`TransactionIndex`]) is a plain append-only file.
 //!
 //! None of these types lock internally: reads take `&self`, mutations
