@@ -52,9 +52,9 @@ def test_produce_and_consume_each_codec(broker, codec):
     assert_records(consume_confluent(broker.bootstrap, topic, 100, start_offset=200), records[200:], first_offset=200)
 
 
-def describe_topic_config(bootstrap: str, topic: str) -> dict[str, ConfigEntry]:
+def describe_topic_config(client, topic: str) -> dict[str, ConfigEntry]:
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    return admin(bootstrap).describe_configs([resource])[resource].result(timeout=ADMIN_TIMEOUT_S)
+    return client.describe_configs([resource])[resource].result(timeout=ADMIN_TIMEOUT_S)
 
 
 def test_admin_create_describe_alter_delete(broker):
@@ -62,20 +62,21 @@ def test_admin_create_describe_alter_delete(broker):
     create_topic(broker.bootstrap, topic, partitions=2,
                  config={"cleanup.policy": "compact", "retention.ms": "86400000"})
 
-    entries = describe_topic_config(broker.bootstrap, topic)
+    # The AdminClient must outlive its futures: a destroyed handle fails them.
+    client = admin(broker.bootstrap)
+    entries = describe_topic_config(client, topic)
     assert entries["cleanup.policy"].value == "compact"
     assert ConfigSource(entries["cleanup.policy"].source) == ConfigSource.DYNAMIC_TOPIC_CONFIG
     assert entries["retention.ms"].value == "86400000"
     assert entries["segment.bytes"].value == "1073741824"
     assert ConfigSource(entries["segment.bytes"].source) == ConfigSource.DEFAULT_CONFIG
 
-    client = admin(broker.bootstrap)
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
         ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET),
         ConfigEntry("cleanup.policy", None, incremental_operation=AlterConfigOpType.DELETE),
     ])
     client.incremental_alter_configs([resource])[resource].result(timeout=ADMIN_TIMEOUT_S)
-    entries = describe_topic_config(broker.bootstrap, topic)
+    entries = describe_topic_config(client, topic)
     assert entries["retention.ms"].value == "3600000"
     assert entries["cleanup.policy"].value == "delete"
     assert ConfigSource(entries["cleanup.policy"].source) == ConfigSource.DEFAULT_CONFIG
@@ -83,7 +84,7 @@ def test_admin_create_describe_alter_delete(broker):
     # Legacy AlterConfigs replaces the whole set: retention.ms falls back to its default.
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, set_config={"max.message.bytes": "65536"})
     client.alter_configs([resource])[resource].result(timeout=ADMIN_TIMEOUT_S)
-    entries = describe_topic_config(broker.bootstrap, topic)
+    entries = describe_topic_config(client, topic)
     assert entries["max.message.bytes"].value == "65536"
     assert entries["retention.ms"].value == "604800000"
 

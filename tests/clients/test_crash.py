@@ -45,15 +45,24 @@ def test_acknowledged_records_survive_sigkill(broker_factory, strata_bin):
     kill_after = 5_000
     sent = 0
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and sent < len(records):
+
+    def send(n: int) -> None:
+        nonlocal sent
+        for r in records[sent:sent + n]:
+            producer.produce(TOPIC, value=r.value, key=r.key, headers=r.headers, timestamp=r.timestamp,
+                             partition=0, on_delivery=report(r))
+        sent += n
+
+    while time.monotonic() < deadline and sent < len(records) - 2_000:
         if len(acked) >= kill_after:
+            # Hand the client one more chunk (linger.ms keeps it from the wire for a few ms) and crash
+            # the broker at once, so the kill lands with records in flight.
+            send(1_000)
+            producer.poll(0)
             b.kill()
             break
         if sent - len(acked) - failed < 20_000:  # bound the client's queue
-            for r in records[sent:sent + 200]:
-                producer.produce(TOPIC, value=r.value, key=r.key, headers=r.headers, timestamp=r.timestamp,
-                                 partition=0, on_delivery=report(r))
-            sent += 200
+            send(200)
         producer.poll(0.01)
     assert not b.running(), f"only {len(acked)} records acknowledged in 120 s"
     producer.flush(30)
