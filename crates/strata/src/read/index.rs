@@ -6,6 +6,12 @@
 //! base offset. These readers keep every slot so that callers can apply that
 //! rule (dump) or judge the tail (verify).
 //!
+//! These read a copy of the file rather than using `strata_log::index`'s
+//! `OffsetIndex` / `TimeIndex`: those memory-map the file on the premise that
+//! this process holds the log directory's lock, and a tool run against a live
+//! broker's directory must not map a file the broker may truncate (a read of
+//! a truncated mapping is a SIGBUS).
+//!
 //! Format (`reference/kafka-disk-format.md` §3.1, §4.1), big-endian, no header:
 //!
 //! ```text
