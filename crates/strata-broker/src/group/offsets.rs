@@ -1,0 +1,562 @@
+//! Committed offsets and the admin side of groups: OffsetCommit,
+//! OffsetFetch, OffsetDelete, DeleteGroups, ListGroups, DescribeGroups,
+//! offset retention, and rebuilding groups from `__consumer_offsets`.
+//!
+//! Transactional offset commits (TxnOffsetCommit) are not handled here, so
+//! no commit is ever pending and `require_stable` never finds an unstable
+//! offset.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use kafka_protocol::error::ResponseError;
+
+use super::api::{CommitRequest, FetchedOffset, GroupOverview, GroupSummary, MemberSummary};
+use super::classic::{CommittedOffset, Group, GroupState, CONSUMER_PROTOCOL_TYPE};
+use super::manager::{GroupIdRule, GroupManager};
+use super::records::{
+    decode_key, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, RecordKey,
+};
+use super::store::{OffsetsStore, StoreRecord};
+
+type E = ResponseError;
+
+/// (topic, partition) of a committed offset.
+type PartitionKey = (String, i32);
+
+/// The timestamp an offset's age counts from.
+type AgeBase = Box<dyn Fn(&CommittedOffset) -> i64>;
+
+/// One record read back from `__consumer_offsets` while loading.
+#[derive(Clone, Debug)]
+pub(crate) struct LoadedRecord {
+    /// Offset of the first record of the batch holding this record.
+    pub batch_base_offset: i64,
+    pub key: Vec<u8>,
+    pub value: Option<Vec<u8>>,
+}
+
+impl GroupManager {
+    /// OffsetCommit: one error per requested partition, in request order.
+    pub(crate) fn commit_offsets(
+        &mut self,
+        req: &CommitRequest,
+        now: i64,
+        store: &mut dyn OffsetsStore,
+    ) -> Vec<Option<ResponseError>> {
+        let all = |e: ResponseError| vec![Some(e); req.partitions.len()];
+        if let Some(e) = self.validate(&req.group_id, GroupIdRule::AllowEmpty) {
+            return all(e);
+        }
+        if self.group(&req.group_id).is_none() {
+            if req.generation_id >= 0 {
+                // A commit from an older generation of a group that is gone.
+                return all(E::IllegalGeneration);
+            }
+            tracing::info!(group = %req.group_id, "creating simple consumer group via offset commit");
+            self.get_or_create(&req.group_id, now);
+        }
+        let max_meta = self.config.offset_metadata_max_bytes;
+        let retention = req.retention_time_ms;
+        self.with_group(&req.group_id, now, store, |ops| {
+            let g = &*ops.group;
+            let instance = req.group_instance_id.as_deref();
+            let validation = if g.is(GroupState::Dead) {
+                Some(E::CoordinatorNotAvailable)
+            } else if req.generation_id < 0 && g.is(GroupState::Empty) {
+                // Admin tools and assign()-consumers commit outside group management.
+                None
+            } else if req.generation_id >= 0 || !req.member_id.is_empty() || instance.is_some() {
+                let member_error = match instance.map(|i| g.static_member_id(i)) {
+                    Some(Some(current)) if current != req.member_id => Some(E::FencedInstanceId),
+                    Some(None) => Some(E::UnknownMemberId),
+                    _ => (!g.has(&req.member_id)).then_some(E::UnknownMemberId),
+                };
+                member_error.or((req.generation_id != g.generation_id).then_some(E::IllegalGeneration))
+            } else if !g.is(GroupState::Empty) {
+                Some(E::UnknownMemberId)
+            } else {
+                None
+            };
+            if let Some(e) = validation {
+                return all(e);
+            }
+            match ops.group.state() {
+                GroupState::CompletingRebalance => return all(E::RebalanceInProgress),
+                GroupState::Stable | GroupState::PreparingRebalance => {
+                    let member = req.member_id.clone();
+                    ops.schedule_heartbeat(&member);
+                }
+                GroupState::Empty | GroupState::Dead => {}
+            }
+            let mut records = Vec::new();
+            let mut staged = Vec::new();
+            for p in &req.partitions {
+                let metadata = p.metadata.clone().unwrap_or_default();
+                if metadata.len() > max_meta {
+                    continue;
+                }
+                let committed = CommittedOffset {
+                    offset: p.offset,
+                    leader_epoch: (p.leader_epoch >= 0).then_some(p.leader_epoch),
+                    metadata,
+                    commit_timestamp: if p.commit_timestamp < 0 { ops.now } else { p.commit_timestamp },
+                    expire_timestamp: (retention >= 0).then_some(ops.now + retention),
+                    record_offset: -1,
+                };
+                records.push(StoreRecord {
+                    key: OffsetCommitKey {
+                        group: req.group_id.clone(),
+                        topic: p.topic.clone(),
+                        partition: p.partition,
+                    }
+                    .encode(),
+                    value: Some(commit_value(&committed).encode()),
+                });
+                staged.push(((p.topic.clone(), p.partition), committed));
+            }
+            let write_error = if records.is_empty() {
+                None
+            } else {
+                match ops.store.append(ops.partition, &records, ops.now) {
+                    Ok(base) => {
+                        for (i, (tp, mut c)) in staged.into_iter().enumerate() {
+                            c.record_offset = base + i as i64;
+                            ops.group.offsets.insert(tp, c);
+                        }
+                        None
+                    }
+                    Err(e) => {
+                        tracing::warn!(group = %req.group_id, error = %e, "offset commit write failed");
+                        Some(e.commit_error())
+                    }
+                }
+            };
+            req.partitions
+                .iter()
+                .map(|p| {
+                    if p.metadata.as_ref().is_some_and(|m| m.len() > max_meta) {
+                        Some(E::OffsetMetadataTooLarge)
+                    } else {
+                        write_error
+                    }
+                })
+                .collect()
+        })
+        .expect("group created above")
+    }
+
+    /// OffsetFetch for one group: `partitions` `None` = every committed one.
+    ///
+    /// # Errors
+    /// The group-level error (coordinator unavailable or loading).
+    pub(crate) fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[(String, i32)]>,
+        _require_stable: bool,
+    ) -> Result<Vec<FetchedOffset>, ResponseError> {
+        if let Some(e) = self.validate(group_id, GroupIdRule::AllowEmpty) {
+            return Err(e);
+        }
+        let group = self.group(group_id).filter(|g| !g.is(GroupState::Dead));
+        let wanted: Vec<(String, i32)> = match (partitions, group) {
+            (Some(p), _) => p.to_vec(),
+            (None, Some(g)) => g.offsets.keys().cloned().collect(),
+            (None, None) => Vec::new(),
+        };
+        Ok(wanted
+            .into_iter()
+            .map(|(topic, partition)| {
+                let c = group.and_then(|g| g.offsets.get(&(topic.clone(), partition)));
+                FetchedOffset {
+                    offset: c.map_or(-1, |c| c.offset),
+                    leader_epoch: c.and_then(|c| c.leader_epoch).unwrap_or(-1),
+                    metadata: c.map(|c| c.metadata.clone()).unwrap_or_default(),
+                    error: None,
+                    topic,
+                    partition,
+                }
+            })
+            .collect())
+    }
+
+    /// OffsetDelete: a group error, or one error per partition.
+    pub(crate) fn delete_offsets(
+        &mut self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+        now: i64,
+        store: &mut dyn OffsetsStore,
+    ) -> Result<Vec<Option<ResponseError>>, ResponseError> {
+        if let Some(e) = self.validate(group_id, GroupIdRule::AllowEmpty) {
+            return Err(e);
+        }
+        let Some(group) = self
+            .groups
+            .get_mut(group_id)
+            .filter(|g| !g.is(GroupState::Dead))
+        else {
+            return Err(E::GroupIdNotFound);
+        };
+        let consumer = group.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE);
+        let errors: Vec<Option<ResponseError>> = match group.state() {
+            GroupState::Empty => vec![None; partitions.len()],
+            _ if consumer => partitions
+                .iter()
+                .map(|(t, _)| {
+                    group
+                        .is_subscribed_to(t)
+                        .then_some(E::GroupSubscribedToTopic)
+                })
+                .collect(),
+            _ => return Err(E::NonEmptyGroup),
+        };
+        let eligible: Vec<(String, i32)> = partitions
+            .iter()
+            .zip(&errors)
+            .filter(|(_, e)| e.is_none())
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        if !eligible.is_empty() {
+            self.cleanup_groups(&[group_id.to_string()], now, store, |g| {
+                eligible
+                    .iter()
+                    .filter(|tp| g.offsets.remove(*tp).is_some())
+                    .cloned()
+                    .collect()
+            });
+        }
+        Ok(errors)
+    }
+
+    /// DeleteGroups: one error per group id, in request order.
+    pub(crate) fn delete_groups(
+        &mut self,
+        group_ids: &[String],
+        now: i64,
+        store: &mut dyn OffsetsStore,
+    ) -> Vec<Option<ResponseError>> {
+        let mut eligible = Vec::new();
+        let errors = group_ids
+            .iter()
+            .map(|id| {
+                if let Some(e) = self.validate(id, GroupIdRule::AllowEmpty) {
+                    return Some(e);
+                }
+                match self.groups.get_mut(id) {
+                    None => Some(E::GroupIdNotFound),
+                    Some(g) => match g.state() {
+                        GroupState::Dead => Some(E::GroupIdNotFound),
+                        GroupState::Empty => {
+                            g.transition_to(GroupState::Dead, now);
+                            eligible.push(id.clone());
+                            None
+                        }
+                        _ => Some(E::NonEmptyGroup),
+                    },
+                }
+            })
+            .collect();
+        self.cleanup_groups(&eligible, now, store, |g| {
+            std::mem::take(&mut g.offsets).into_keys().collect()
+        });
+        errors
+    }
+
+    /// Expire offsets past `offsets.retention.minutes` (Kafka
+    /// `removeExpiredOffsets`); returns how many were removed.
+    pub(crate) fn expire_offsets(&mut self, now: i64, store: &mut dyn OffsetsStore) -> usize {
+        let retention = self.config.offsets_retention_ms;
+        let ids: Vec<String> = self.groups.keys().cloned().collect();
+        self.cleanup_groups(&ids, now, store, |g| expired_offsets(g, now, retention))
+    }
+
+    /// Kafka `cleanupGroupMetadata`: remove offsets chosen by `select`, let
+    /// empty groups without offsets die, and write the tombstones.
+    fn cleanup_groups(
+        &mut self,
+        ids: &[String],
+        now: i64,
+        store: &mut dyn OffsetsStore,
+        mut select: impl FnMut(&mut Group) -> Vec<(String, i32)>,
+    ) -> usize {
+        let mut removed_total = 0;
+        for id in ids {
+            let partition = self.partition_for(id);
+            let Some(group) = self.groups.get_mut(id) else {
+                continue;
+            };
+            let removed = select(group);
+            if group.is(GroupState::Empty) && group.offsets.is_empty() {
+                group.transition_to(GroupState::Dead, now);
+            }
+            let mut tombstones: Vec<StoreRecord> = removed
+                .iter()
+                .map(|(topic, p)| StoreRecord {
+                    key: OffsetCommitKey {
+                        group: id.clone(),
+                        topic: topic.clone(),
+                        partition: *p,
+                    }
+                    .encode(),
+                    value: None,
+                })
+                .collect();
+            if group.is(GroupState::Dead) {
+                let generation = group.generation_id;
+                self.groups.remove(id);
+                // Groups that only ever stored offsets have no metadata record.
+                if generation > 0 {
+                    tombstones.push(StoreRecord {
+                        key: GroupMetadataKey { group: id.clone() }.encode(),
+                        value: None,
+                    });
+                }
+            }
+            if tombstones.is_empty() {
+                continue;
+            }
+            // Like Kafka, a lost tombstone is retried by the next cleanup.
+            match store.append(partition, &tombstones, now) {
+                Ok(_) => removed_total += removed.len(),
+                Err(error) => tracing::warn!(group = %id, %error, "writing tombstones failed"),
+            }
+        }
+        removed_total
+    }
+
+    /// ListGroups, optionally filtered by state names (case-insensitive).
+    ///
+    /// The error is COORDINATOR_LOAD_IN_PROGRESS while loading (with the
+    /// groups known so far), COORDINATOR_NOT_AVAILABLE when inactive.
+    pub(crate) fn list_groups(
+        &self,
+        states: &[String],
+    ) -> (Option<ResponseError>, Vec<GroupOverview>) {
+        if !self.is_active() {
+            return (Some(E::CoordinatorNotAvailable), Vec::new());
+        }
+        let error = self
+            .is_loading_any()
+            .then_some(E::CoordinatorLoadInProgress);
+        let wanted: BTreeSet<String> = states.iter().map(|s| s.to_lowercase()).collect();
+        let mut out: Vec<GroupOverview> = self
+            .groups
+            .values()
+            .filter(|g| wanted.is_empty() || wanted.contains(&g.state().name().to_lowercase()))
+            .map(|g| GroupOverview {
+                group_id: g.id.clone(),
+                protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                state: g.state().name(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        (error, out)
+    }
+
+    /// DescribeGroups for one group (Kafka `GroupSummary`).
+    pub(crate) fn describe_group(&self, group_id: &str) -> GroupSummary {
+        if let Some(e) = self.validate(group_id, GroupIdRule::AllowEmpty) {
+            return GroupSummary {
+                error: Some(e),
+                state: "",
+                protocol_type: String::new(),
+                protocol: String::new(),
+                members: Vec::new(),
+            };
+        }
+        let Some(g) = self.group(group_id) else {
+            return GroupSummary {
+                error: None,
+                state: GroupState::Dead.name(),
+                protocol_type: String::new(),
+                protocol: String::new(),
+                members: Vec::new(),
+            };
+        };
+        let stable = g.is(GroupState::Stable);
+        let protocol = if stable {
+            g.protocol_name.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let members = g
+            .members
+            .values()
+            .map(|m| MemberSummary {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                metadata: if stable {
+                    m.metadata(&protocol).cloned().unwrap_or_default()
+                } else {
+                    Default::default()
+                },
+                assignment: if stable {
+                    m.assignment.clone()
+                } else {
+                    Default::default()
+                },
+            })
+            .collect();
+        GroupSummary {
+            error: None,
+            state: g.state().name(),
+            protocol_type: g.protocol_type.clone().unwrap_or_default(),
+            protocol,
+            members,
+        }
+    }
+
+    /// Rebuild the groups of one `__consumer_offsets` partition from its
+    /// records in log order (Kafka `doLoadGroupsAndOffsets`): the latest
+    /// record per key wins, tombstones delete. Returns (groups, offsets) loaded.
+    pub(crate) fn load_partition(
+        &mut self,
+        partition: i32,
+        records: impl IntoIterator<Item = LoadedRecord>,
+        now: i64,
+    ) -> (usize, usize) {
+        let mut offsets: HashMap<OffsetCommitKey, CommittedOffset> = HashMap::new();
+        let mut groups: HashMap<String, GroupMetadataValue> = HashMap::new();
+        for r in records {
+            let key = match decode_key(&r.key) {
+                Ok(k) => k,
+                Err(error) => {
+                    tracing::warn!(partition, %error, "skipping undecodable __consumer_offsets key");
+                    continue;
+                }
+            };
+            match key {
+                RecordKey::OffsetCommit(k) => {
+                    match r.value.as_deref().map(OffsetCommitValue::decode) {
+                        None => {
+                            offsets.remove(&k);
+                        }
+                        Some(Ok(v)) => {
+                            offsets.insert(k, committed_from(&v, r.batch_base_offset));
+                        }
+                        Some(Err(error)) => {
+                            tracing::warn!(partition, %error, "skipping offset commit value")
+                        }
+                    }
+                }
+                RecordKey::GroupMetadata(k) => {
+                    match r.value.as_deref().map(GroupMetadataValue::decode) {
+                        None => {
+                            groups.remove(&k.group);
+                        }
+                        Some(Ok(v)) => {
+                            groups.insert(k.group, v);
+                        }
+                        Some(Err(error)) => {
+                            tracing::warn!(partition, %error, "skipping group metadata value")
+                        }
+                    }
+                }
+                RecordKey::Unknown { version } => {
+                    tracing::warn!(
+                        partition,
+                        version,
+                        "ignoring unknown __consumer_offsets record type"
+                    )
+                }
+            }
+        }
+        let mut by_group: BTreeMap<String, Vec<(PartitionKey, CommittedOffset)>> = BTreeMap::new();
+        let offsets_count = offsets.len();
+        for (k, v) in offsets {
+            by_group
+                .entry(k.group)
+                .or_default()
+                .push(((k.topic, k.partition), v));
+        }
+        let mut loaded = 0;
+        let mut names: BTreeSet<String> = groups.keys().cloned().collect();
+        names.extend(by_group.keys().cloned());
+        for name in names {
+            let mut group = match groups.remove(&name) {
+                Some(v) => Group::from_metadata(&name, v, now),
+                None => Group::new(&name, GroupState::Empty, now),
+            };
+            group.offsets = by_group
+                .remove(&name)
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            // Kafka `onGroupLoaded`: members must heartbeat within their session.
+            for m in group.members.values_mut() {
+                m.heartbeat_deadline = Some(now + i64::from(m.session_timeout_ms));
+            }
+            debug_assert_eq!(self.partition_for(&name), partition);
+            self.groups.insert(name, group);
+            loaded += 1;
+        }
+        (loaded, offsets_count)
+    }
+}
+
+fn commit_value(c: &CommittedOffset) -> OffsetCommitValue {
+    OffsetCommitValue {
+        offset: c.offset,
+        leader_epoch: c.leader_epoch.unwrap_or(-1),
+        metadata: c.metadata.clone(),
+        commit_timestamp: c.commit_timestamp,
+        expire_timestamp: c.expire_timestamp.unwrap_or(-1),
+    }
+}
+
+fn committed_from(v: &OffsetCommitValue, batch_base_offset: i64) -> CommittedOffset {
+    CommittedOffset {
+        offset: v.offset,
+        leader_epoch: (v.leader_epoch != -1).then_some(v.leader_epoch),
+        metadata: v.metadata.clone(),
+        commit_timestamp: v.commit_timestamp,
+        expire_timestamp: (v.expire_timestamp != -1).then_some(v.expire_timestamp),
+        record_offset: batch_base_offset,
+    }
+}
+
+/// Which offsets of `g` have expired at `now` (and removes them).
+fn expired_offsets(g: &mut Group, now: i64, retention_ms: i64) -> Vec<(String, i32)> {
+    // The base timestamp an offset's age counts from, per Kafka's rules.
+    let (subscribed, base): (BTreeSet<String>, AgeBase) = match (&g.protocol_type, g.state()) {
+        // No member left: retention counts from when the group emptied.
+        (Some(_), GroupState::Empty) => {
+            let emptied = g.state_timestamp;
+            (
+                BTreeSet::new(),
+                Box::new(move |c| emptied.unwrap_or(c.commit_timestamp)),
+            )
+        }
+        // Stable consumer group: only topics nobody subscribes to expire.
+        (Some(t), GroupState::Stable)
+            if t == CONSUMER_PROTOCOL_TYPE && g.subscribed_topics.is_some() =>
+        {
+            (
+                g.subscribed_topics.clone().unwrap_or_default(),
+                Box::new(|c| c.commit_timestamp),
+            )
+        }
+        // Offsets-only (simple) group.
+        (None, _) => (BTreeSet::new(), Box::new(|c| c.commit_timestamp)),
+        _ => return Vec::new(),
+    };
+    let expired: Vec<(String, i32)> = g
+        .offsets
+        .iter()
+        .filter(|((topic, _), c)| {
+            !subscribed.contains(topic)
+                && match c.expire_timestamp {
+                    Some(expire) => now >= expire,
+                    None => now - base(c) >= retention_ms,
+                }
+        })
+        .map(|(tp, _)| tp.clone())
+        .collect();
+    for tp in &expired {
+        g.offsets.remove(tp);
+    }
+    expired
+}
