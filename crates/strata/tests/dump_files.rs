@@ -358,3 +358,40 @@ fn missing_files_and_usage_errors_exit_2() {
     let (code, _, _) = run(["log", "dump", "--no-such-flag"]);
     assert_eq!(code, 2);
 }
+
+#[test]
+fn json_for_index_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_strata_partition(tmp.path(), "t", 30, 5, 300, 1 << 20);
+    let index = files_with(&dir, ".index").remove(0);
+    let time = files_with(&dir, ".timeindex").remove(0);
+    let (code, out, err) = run([
+        "log",
+        "dump",
+        "--json",
+        "--files",
+        &format!("{},{}", index.display(), time.display()),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let objs: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objs.len(), 2);
+    assert_eq!(objs[0]["kind"], "index");
+    let entries = objs[0]["entries"].as_array().unwrap();
+    let raw = raw_index(&index);
+    assert_eq!(entries.len(), raw.len());
+    for (e, (o, p)) in entries.iter().zip(&raw) {
+        assert_eq!(e["offset"], *o);
+        assert_eq!(e["position"], *p);
+    }
+    assert_eq!(objs[0]["mismatches"], serde_json::json!([]));
+    assert_eq!(objs[1]["kind"], "timeindex");
+    let raw_t = raw_time_index(&time);
+    let t = objs[1]["entries"].as_array().unwrap();
+    assert_eq!(t.len(), raw_t.len());
+    assert_eq!(t[0]["timestamp"], raw_t[0].0);
+    assert_eq!(t[0]["offset"], raw_t[0].1);
+    assert_eq!(objs[1]["timestamp_mismatches"], serde_json::json!([]));
+}
