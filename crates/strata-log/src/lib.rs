@@ -23,6 +23,7 @@
 //! - [`loader`]: opening a partition directory and recovery (Kafka `LogLoader`).
 //! - [`manager`]: log directories, partitions, checkpoints, shutdown ([`LogManager`]).
 //! - [`producer_state`]: idempotent/transactional producer state and `.snapshot` files.
+//! - [`retention`]: which segments retention deletes and why, and its schedule.
 
 pub mod batch;
 pub mod checkpoint;
@@ -35,6 +36,7 @@ pub mod loader;
 pub mod manager;
 pub mod log;
 pub mod producer_state;
+pub mod retention;
 pub mod segment;
 pub mod index;
 pub mod leader_epoch;

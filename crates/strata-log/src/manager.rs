@@ -104,6 +104,8 @@ pub struct LogManager {
     background: Mutex<Option<JoinHandle<()>>>,
     stop: Arc<(Mutex<bool>, Condvar)>,
     shut_down: AtomicBool,
+    /// Retention timing (`log.retention.check.interval.ms`), see `retention`.
+    pub(crate) retention: crate::retention::RetentionSchedule,
 }
 
 impl std::fmt::Debug for LogManager {
@@ -255,6 +257,7 @@ impl LogManager {
             background: Mutex::new(None),
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             shut_down: AtomicBool::new(false),
+            retention: crate::retention::RetentionSchedule::new(now),
         }))
     }
 
@@ -554,6 +557,7 @@ impl LogManager {
                 tracing::error!(tp = %log.topic_partition(), error = %e, "segment file deletion failed");
             }
         }
+        self.retention.run_if_due(self, now);
         let due: Vec<PendingDirDelete> = {
             let mut pending = self
                 .pending_dir_deletes

@@ -20,6 +20,7 @@
 
 mod append;
 mod read;
+mod retention;
 mod roll;
 mod truncate;
 
@@ -37,6 +38,7 @@ use crate::types::{LeaderEpoch, Offset, Timestamp, TopicPartition};
 pub use crate::loader::{LoadParams, RecoveryStats};
 pub(crate) use read::floor_segment as floor_index;
 pub use read::{FetchData, FileSlice, ReadBound, TimestampAndOffset};
+pub use retention::RetentionOutcome;
 
 /// What one append did (Kafka `LogAppendInfo`).
 #[derive(Clone, Debug, PartialEq, Eq)]

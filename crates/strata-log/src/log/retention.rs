@@ -1,0 +1,203 @@
+//! Applying retention to a log (Kafka `deleteOldSegments` /
+//! `deleteSegments` / `LocalLog.removeAndDeleteSegments`).
+//!
+//! The decision comes from the pure [`crate::retention::decide`]; this file
+//! only gathers its input and carries it out, under the append lock:
+//!
+//! 1. roll a new empty active segment at the log end when every segment
+//!    goes (a log always has one segment);
+//! 2. raise the log start offset to the first kept segment's base (and the
+//!    high watermark, recovery point and leader-epoch cache with it);
+//! 3. publish the shorter segment list (new readers no longer see the
+//!    deleted segments; readers holding a slice keep their `Arc<File>`);
+//! 4. rename the files `.deleted` in the order .log, .index, .timeindex,
+//!    .txnindex and queue them for removal after `file.delete.delay.ms`;
+//! 5. rename the producer snapshots at the deleted bases
+//!    `.snapshot.deleted` (the caller removes them when due; a restart's
+//!    loader removes any `.deleted` file left behind).
+//!
+//! Crash safety: the log start offset only rises in memory before the
+//! renames; on restart the loader deletes `*.deleted`, drops index files
+//! whose `.log` is gone (a crash between two renames of one segment) and
+//! takes the log start as the larger of the checkpoint and the first
+//! remaining base. Kept segments are never renamed, so nothing kept is lost.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::{AppendState, Log};
+use crate::error::LogError;
+use crate::format::{self, DELETED_SUFFIX};
+use crate::retention::{
+    self, LogSnapshot, RetentionDecision, RetentionPolicy, SegmentSnapshot, TimestampSource,
+};
+use crate::segment::Segment;
+use crate::types::{Offset, Timestamp};
+
+/// What one retention pass did to a log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RetentionOutcome {
+    /// The decision that was applied (empty when nothing was deleted).
+    pub decision: RetentionDecision,
+    /// Producer snapshot files renamed `.snapshot.deleted`, to remove at
+    /// `delete_due_ms`.
+    pub renamed_snapshots: Vec<PathBuf>,
+    /// When the `.deleted` files may be removed.
+    pub delete_due_ms: i64,
+}
+
+/// The `.log` file's last-modified time in ms since the epoch.
+fn mtime_ms(seg: &Segment) -> Result<i64, LogError> {
+    let path = seg.log_path();
+    let modified = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .map_err(|e| LogError::io(&path, "stat segment", e))?;
+    Ok(modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0))
+}
+
+/// Kafka `LogSegment.largestTimestamp`: the largest record timestamp, or
+/// the `.log` mtime when no record carries one.
+pub(crate) fn largest_timestamp(seg: &Segment) -> Result<(Timestamp, TimestampSource), LogError> {
+    let max = seg.max_timestamp_so_far()?.timestamp;
+    if max.0 >= 0 {
+        Ok((max, TimestampSource::Record))
+    } else {
+        Ok((Timestamp(mtime_ms(seg)?), TimestampSource::FileMtime))
+    }
+}
+
+impl Log {
+    /// The log as retention sees it now (reads each segment's largest
+    /// timestamp, loading its time index lazily).
+    ///
+    /// # Errors
+    /// I/O and index errors reading timestamps or file times.
+    pub fn retention_snapshot(&self) -> Result<LogSnapshot, LogError> {
+        let segs = self.snapshot();
+        let mut segments = Vec::with_capacity(segs.len());
+        for s in segs.iter() {
+            let (largest_timestamp, timestamp_source) = largest_timestamp(s)?;
+            segments.push(SegmentSnapshot {
+                base_offset: s.base_offset(),
+                size: s.size(),
+                largest_timestamp,
+                timestamp_source,
+            });
+        }
+        Ok(LogSnapshot {
+            segments,
+            log_start_offset: self.log_start_offset(),
+            high_watermark: self.high_watermark(),
+            log_end_offset: self.log_end_offset(),
+        })
+    }
+
+    /// One retention pass with the log's current config and clock: delete
+    /// the segments [`retention::decide`] picks (see the module docs for
+    /// the steps). Reads in flight keep working.
+    ///
+    /// # Errors
+    /// [`LogError::Closed`] / [`LogError::DirOffline`]; storage errors
+    /// (the dir goes offline).
+    pub fn delete_old_segments(&self) -> Result<RetentionOutcome, LogError> {
+        let mut g = self.lock_append()?;
+        let r = self.delete_old_segments_locked(&mut g);
+        self.fail(r)
+    }
+
+    fn delete_old_segments_locked(
+        &self,
+        state: &mut AppendState,
+    ) -> Result<RetentionOutcome, LogError> {
+        let cfg = self.config_arc();
+        let now = self.clock.now_ms();
+        let snap = self.retention_snapshot()?;
+        let decision = retention::decide(&snap, &RetentionPolicy::from_config(&cfg), now);
+        let delete_due_ms = now.saturating_add(cfg.file_delete_delay_ms);
+        if decision.is_empty() {
+            return Ok(RetentionOutcome {
+                decision,
+                renamed_snapshots: Vec::new(),
+                delete_due_ms,
+            });
+        }
+        if decision.roll_active_first {
+            tracing::info!(tp = %self.tp, "every segment expired: rolling before deleting them");
+            self.roll_locked(state, &cfg, None)?;
+        }
+        let doomed: BTreeSet<Offset> = decision.deletions.iter().map(|d| d.base_offset).collect();
+        let segs = self.snapshot();
+        let n = segs
+            .iter()
+            .take_while(|s| doomed.contains(&s.base_offset()))
+            .count();
+        debug_assert_eq!(n, doomed.len(), "retention deletes a prefix");
+        debug_assert!(n < segs.len(), "retention keeps one segment");
+        let (deleted, kept) = segs.split_at(n.min(segs.len() - 1));
+        self.raise_log_start_locked(kept[0].base_offset())?;
+        self.publish_segments(kept.to_vec());
+        self.schedule_delete(deleted)?;
+        let renamed_snapshots = self.rename_snapshots_for_deletion(deleted)?;
+        for d in &decision.deletions {
+            tracing::info!(
+                tp = %self.tp,
+                base = %d.base_offset,
+                size = d.size,
+                reason = ?d.reason,
+                age_ms = ?d.age_ms,
+                "deleting segment by retention"
+            );
+        }
+        Ok(RetentionOutcome {
+            decision,
+            renamed_snapshots,
+            delete_due_ms,
+        })
+    }
+
+    /// Kafka `updateLogStartOffset` as retention needs it: start, high
+    /// watermark, recovery point and the epoch cache move up together.
+    fn raise_log_start_locked(&self, new_start: Offset) -> Result<(), LogError> {
+        if new_start <= self.log_start_offset() {
+            return Ok(());
+        }
+        self.log_start_offset.store(new_start.0, Ordering::Release);
+        self.high_watermark.fetch_max(new_start.0, Ordering::AcqRel);
+        self.recovery_point.fetch_max(new_start.0, Ordering::AcqRel);
+        self.durable_offset.fetch_max(new_start.0, Ordering::AcqRel);
+        let mut cache = self.lock_epochs();
+        if cache.truncate_from_start(new_start) {
+            cache.flush().map_err(|e| LogError::Checkpoint {
+                path: cache.path().to_path_buf(),
+                source: Box::new(e),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Rename `<base>.snapshot` of each deleted segment to
+    /// `<base>.snapshot.deleted` (Kafka `deleteProducerSnapshots` with
+    /// `asyncDelete`); returns the new paths.
+    fn rename_snapshots_for_deletion(
+        &self,
+        deleted: &[Arc<Segment>],
+    ) -> Result<Vec<PathBuf>, LogError> {
+        let dir = self.dir();
+        let mut out = Vec::new();
+        for s in deleted {
+            let from = format::snapshot_file(&dir, s.base_offset(), "");
+            let to = format::snapshot_file(&dir, s.base_offset(), DELETED_SUFFIX);
+            match std::fs::rename(&from, &to) {
+                Ok(()) => out.push(to),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(&from, "rename producer snapshot", e)),
+            }
+        }
+        Ok(out)
+    }
+}
