@@ -395,3 +395,59 @@ fn json_for_index_files() {
     assert_eq!(t[0]["offset"], raw_t[0].1);
     assert_eq!(objs[1]["timestamp_mismatches"], serde_json::json!([]));
 }
+
+#[test]
+fn kraft_and_leader_change_control_records() {
+    use strata_log::batch::BatchBuilder;
+    use strata_log::Timestamp;
+    let mut header = 0i16.to_be_bytes().to_vec();
+    header.extend_from_slice(&1234i64.to_be_bytes());
+    header.push(0);
+    let mut b = BatchBuilder::new(Offset(0)).control(true);
+    b.append(Timestamp(1000), Some(&[0, 0, 0, 3]), Some(&header), &[]);
+    b.append(
+        Timestamp(1000),
+        Some(&[0, 0, 0, 5]),
+        Some(&[0, 0, 0, 1, 0]),
+        &[],
+    );
+    b.append(Timestamp(1000), Some(&[0, 0, 0, 2]), Some(&[0, 0]), &[]);
+    b.append(Timestamp(1000), Some(&[0, 0, 0, 4]), Some(&[0, 0, 0]), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp
+        .path()
+        .join("00000000000000000000-0000000001.checkpoint");
+    std::fs::write(&path, b.build()).unwrap();
+    let (code, out, err) = run([
+        "log",
+        "dump",
+        "--deep-iteration",
+        "--files",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[1], "Snapshot end offset: 0, epoch: 1");
+    assert!(
+        lines[2].starts_with("baseOffset: 0 lastOffset: 3 count: 4 "),
+        "{}",
+        lines[2]
+    );
+    let meta = "CreateTime: 1000 keySize: 4";
+    assert_eq!(
+        lines[3],
+        format!("| offset: 0 {meta} valueSize: 11 sequence: -1 headerKeys: [] SnapshotHeader {{\"version\":0,\"lastContainedLogTimestamp\":1234}}")
+    );
+    assert_eq!(
+        lines[4],
+        format!("| offset: 1 {meta} valueSize: 5 sequence: -1 headerKeys: [] KRaftVersion {{\"version\":0,\"kRaftVersion\":1}}")
+    );
+    assert_eq!(
+        lines[5],
+        format!("| offset: 2 {meta} valueSize: 2 sequence: -1 headerKeys: [] controlType: LEADER_CHANGE(2)")
+    );
+    assert_eq!(
+        lines[6],
+        format!("| offset: 3 {meta} valueSize: 3 sequence: -1 headerKeys: [] SnapshotFooter {{\"version\":0}}")
+    );
+}

@@ -101,6 +101,9 @@ pub enum ControlLine {
         marker: &'static str,
         coordinator_epoch: i32,
     },
+    /// A KRaft record (`SnapshotHeader`, `SnapshotFooter`, `KRaftVersion`,
+    /// `KRaftVoters`) with the message as Kafka's JSON converter writes it.
+    Kraft { name: &'static str, message: String },
     /// Any other control type, printed as `controlType: NAME(id)`.
     Other { name: &'static str, id: i16 },
 }
@@ -160,6 +163,9 @@ impl RecordLine {
                 }) => out.push_str(&format!(
                     " endTxnMarker: {marker} coordinatorEpoch: {coordinator_epoch}"
                 )),
+                Some(ControlLine::Kraft { name, message }) => {
+                    out.push_str(&format!(" {name} {message}"))
+                }
                 Some(ControlLine::Other { name, id }) => {
                     out.push_str(&format!(" controlType: {name}({id})"))
                 }

@@ -10,6 +10,7 @@
 //! Every file is opened read-only; nothing is created, resized or locked.
 
 mod index;
+mod kraft;
 mod lines;
 mod misc;
 mod segment;

@@ -181,7 +181,16 @@ fn text_of(bytes: Option<&[u8]>) -> Option<String> {
     bytes.map(|b| String::from_utf8_lossy(b).into_owned())
 }
 
-fn control_of(record: &Record<'_>) -> Result<ControlLine, strata_log::batch::BatchError> {
+/// Why a control record could not be described.
+#[derive(Debug, thiserror::Error)]
+enum ControlError {
+    #[error(transparent)]
+    Batch(#[from] strata_log::batch::BatchError),
+    #[error(transparent)]
+    Kraft(super::kraft::KraftError),
+}
+
+fn control_of(record: &Record<'_>) -> Result<ControlLine, ControlError> {
     let ty = ControlRecordType::parse_key(record.key)?;
     Ok(match ty {
         ControlRecordType::Abort | ControlRecordType::Commit => {
@@ -191,9 +200,13 @@ fn control_of(record: &Record<'_>) -> Result<ControlLine, strata_log::batch::Bat
                 coordinator_epoch: marker.coordinator_epoch,
             }
         }
-        other => ControlLine::Other {
-            name: other.name(),
-            id: other.id(),
+        other => match super::kraft::describe(other, record.value) {
+            Some(Ok((name, message))) => ControlLine::Kraft { name, message },
+            Some(Err(e)) => return Err(ControlError::Kraft(e)),
+            None => ControlLine::Other {
+                name: other.name(),
+                id: other.id(),
+            },
         },
     })
 }
