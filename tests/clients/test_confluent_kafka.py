@@ -57,6 +57,8 @@ def describe_topic_config(client, topic: str) -> dict[str, ConfigEntry]:
     return client.describe_configs([resource])[resource].result(timeout=ADMIN_TIMEOUT_S)
 
 
+# Legacy AlterConfigs is exercised on purpose: librdkafka-based tools still send it.
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
 def test_admin_create_describe_alter_delete(broker):
     topic = "admin-confluent"
     create_topic(broker.bootstrap, topic, partitions=2,
