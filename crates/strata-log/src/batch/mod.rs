@@ -165,11 +165,16 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 }
 
 /// `baseSequence + delta`, wrapping past `i32::MAX` to 0 as Kafka's `incrementSequence` does.
+///
+/// Java's int arithmetic wraps, and so does this: a hostile (negative) delta
+/// must not panic.
 pub fn increment_sequence(sequence: i32, delta: i32) -> i32 {
-    if sequence > i32::MAX - delta {
-        delta - (i32::MAX - sequence) - 1
+    if sequence > i32::MAX.wrapping_sub(delta) {
+        delta
+            .wrapping_sub(i32::MAX.wrapping_sub(sequence))
+            .wrapping_sub(1)
     } else {
-        sequence + delta
+        sequence.wrapping_add(delta)
     }
 }
 
@@ -327,11 +332,17 @@ impl<'a> BatchView<'a> {
     pub fn last_offset_delta(&self) -> i32 {
         be_i32(self.bytes, LAST_OFFSET_DELTA_POS)
     }
+    /// `baseOffset + lastOffsetDelta`, wrapping like Java's long arithmetic
+    /// (only a corrupt header gets near the limits).
     pub fn last_offset(&self) -> Offset {
-        Offset(self.base_offset().0 + self.last_offset_delta() as i64)
+        Offset(
+            self.base_offset()
+                .0
+                .wrapping_add(self.last_offset_delta() as i64),
+        )
     }
     pub fn next_offset(&self) -> Offset {
-        self.last_offset().plus(1)
+        Offset(self.last_offset().0.wrapping_add(1))
     }
     /// The raw BaseTimestamp field (the delete horizon when [`Self::has_delete_horizon`]).
     pub fn base_timestamp(&self) -> Timestamp {

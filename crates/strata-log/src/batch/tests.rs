@@ -99,3 +99,34 @@ fn scanner_stops_at_partial_tail_and_errors_on_zeroes() {
     buf.extend_from_slice(&a[..17]);
     assert_eq!(BatchScanner::new(&buf).count(), 1);
 }
+
+/// Found by fuzzing (batch_validate): a record with a negative offset delta in
+/// a batch with a base sequence overflowed `increment_sequence`.
+#[test]
+fn fuzz_regression_negative_delta_sequence_does_not_overflow() {
+    // Java's results for the same (int-wrapping) expression.
+    assert_eq!(increment_sequence(3, -5), 2_147_483_646);
+    assert_eq!(increment_sequence(i32::MAX, -1), -2);
+    assert_eq!(increment_sequence(0, i32::MIN), 0);
+    assert_eq!(increment_sequence(i32::MAX, i32::MAX), i32::MAX - 1);
+    let crash = unhex(
+        "0000000000000012000000670000000102f93468530010000000020000018bcfe568001200018bcfe56814\
+         0000000000001388000200000003000000032200000010636f6d6d6974313806763138002200fdfdef9c90\
+         92929674313906763139002200040410636f6d6d69743230067661323000",
+    );
+    let view = BatchView::parse(&crash).unwrap();
+    let mut scratch = Vec::new();
+    let records: Vec<_> = view.record_iter(&mut scratch).unwrap().collect();
+    assert!(records.iter().any(|r| r.is_ok()));
+}
+
+/// Offsets at the edge of i64 wrap as in Java instead of panicking.
+#[test]
+fn extreme_offsets_wrap() {
+    let mut bytes = unhex(VECTOR_A);
+    let mut m = BatchViewMut::parse(&mut bytes).unwrap();
+    m.set_base_offset(Offset(i64::MAX));
+    let v = m.view();
+    assert_eq!(v.last_offset(), Offset(i64::MAX));
+    assert_eq!(v.next_offset(), Offset(i64::MIN));
+}
