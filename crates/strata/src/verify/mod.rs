@@ -19,6 +19,9 @@ pub mod index;
 pub mod partition;
 pub mod segment;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
