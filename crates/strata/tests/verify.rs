@@ -337,3 +337,53 @@ fn unreadable_target_exits_2() {
         "{out}"
     );
 }
+
+#[test]
+fn log_manager_dir_with_checkpoints_verifies() {
+    use strata_log::batch::BatchBuilder;
+    use strata_log::{
+        LeaderEpoch, LogConfig, LogManager, LogManagerConfig, Offset, Timestamp, TopicPartition,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = LogManagerConfig::new(vec![tmp.path().to_path_buf()]);
+    config.default_config = LogConfig {
+        index_interval_bytes: 200,
+        segment_bytes: 3000,
+        ..LogConfig::default()
+    };
+    let manager = LogManager::open(config.clone(), clock(1_700_000_100_000)).unwrap();
+    for (topic, n) in [("orders", 30), ("audit", 5)] {
+        let tp = TopicPartition::new(topic, 0);
+        let log = manager
+            .get_or_create_log(
+                &tp,
+                config.default_config.clone(),
+                Some(uuid::Uuid::new_v4()),
+            )
+            .unwrap();
+        for i in 0..n {
+            let mut b = BatchBuilder::new(Offset(0));
+            b.append(
+                Timestamp(1_700_000_000_000 + i),
+                Some(b"key"),
+                Some(&[b'v'; 100]),
+                &[],
+            );
+            let mut bytes = b.build();
+            log.append_as_leader(&mut bytes, LeaderEpoch(i as i32 / 10))
+                .unwrap();
+        }
+        log.update_high_watermark(log.log_end_offset());
+    }
+    manager.shutdown().unwrap();
+    let (code, out, err) = verify(&["--deep", "--strict", tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("verified 2 partitions, "), "{out}");
+    // The checkpoints were looked at: a recovery point beyond the LEO is caught.
+    let rp = tmp.path().join("recovery-point-offset-checkpoint");
+    let text = std::fs::read_to_string(&rp).unwrap();
+    assert!(text.contains("orders 0 30"), "{text}");
+    std::fs::write(&rp, text.replace("orders 0 30", "orders 0 31")).unwrap();
+    let (code, out, _) = verify(&[tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+}

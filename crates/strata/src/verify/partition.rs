@@ -113,8 +113,9 @@ fn list(dir: &Path, out: &mut Vec<Finding>) -> Option<Listing> {
             slot(&mut l.txn_indexes, out);
         } else if name.ends_with(f::SNAPSHOT_SUFFIX) {
             slot(&mut l.snapshots, out);
-        } else if !name.ends_with(".checkpoint") {
-            // `<offset>-<epoch>.checkpoint` files are KRaft snapshots.
+        } else if !name.ends_with(".checkpoint") && name != "quorum-state" {
+            // `<offset>-<epoch>.checkpoint` (snapshots) and `quorum-state`
+            // belong to KRaft's `__cluster_metadata-0`.
             out.push(Finding::warning(&path, None, Problem::UnknownFile));
         }
     }
