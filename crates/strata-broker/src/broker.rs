@@ -39,6 +39,8 @@ pub(crate) struct Broker {
     /// Serialises topic-level admin mutations.
     pub admin: Mutex<()>,
     producer_ids: Mutex<ProducerIdBlock>,
+    /// The consumer-group coordinator (its own locking, see `group::coordinator`).
+    pub groups: crate::group::coordinator::GroupCoordinator,
 }
 
 #[derive(Debug, Default)]
@@ -81,6 +83,7 @@ impl Broker {
             }
         };
         Broker {
+            groups: crate::group::coordinator::GroupCoordinator::new(&config.properties),
             config,
             cluster_id,
             advertised,

@@ -28,6 +28,7 @@ mod connection;
 mod dispatch;
 mod error;
 mod errors;
+mod group;
 mod placement;
 mod properties;
 mod reconcile;

@@ -31,6 +31,17 @@ pub(crate) mod list_offsets;
 pub(crate) mod metadata;
 pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
+pub(crate) mod delete_groups;
+pub(crate) mod describe_groups;
+pub(crate) mod find_coordinator;
+pub(crate) mod heartbeat;
+pub(crate) mod join_group;
+pub(crate) mod leave_group;
+pub(crate) mod list_groups;
+pub(crate) mod offset_commit;
+pub(crate) mod offset_delete;
+pub(crate) mod offset_fetch;
+pub(crate) mod sync_group;
 
 /// Highest ApiVersions version (Kafka 3.9: 4).
 pub(crate) const API_VERSIONS_MAX: i16 = 4;
@@ -53,6 +64,17 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::FindCoordinator, 0, 5),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// The advertised range of `api`, if served.
@@ -115,6 +137,17 @@ pub(crate) async fn handle(
         ApiKey::CreatePartitions => route!(create_partitions),
         ApiKey::IncrementalAlterConfigs => route!(alter_configs::handle_incremental),
         ApiKey::DescribeCluster => route!(describe_cluster),
+        ApiKey::OffsetCommit => route!(offset_commit),
+        ApiKey::OffsetFetch => route!(offset_fetch),
+        ApiKey::FindCoordinator => route!(find_coordinator),
+        ApiKey::JoinGroup => route!(join_group),
+        ApiKey::Heartbeat => route!(heartbeat),
+        ApiKey::LeaveGroup => route!(leave_group),
+        ApiKey::SyncGroup => route!(sync_group),
+        ApiKey::DescribeGroups => route!(describe_groups),
+        ApiKey::ListGroups => route!(list_groups),
+        ApiKey::DeleteGroups => route!(delete_groups),
+        ApiKey::OffsetDelete => route!(offset_delete),
         api => Err(DispatchError::UnsupportedVersion {
             api,
             version: ctx.version,

@@ -374,18 +374,6 @@ impl Group {
         }
     }
 
-    /// Kafka `newEmptyGroupMetadataRecord`: written when a group empties.
-    pub(crate) fn empty_metadata_value(&self) -> GroupMetadataValue {
-        GroupMetadataValue {
-            protocol_type: String::new(),
-            generation: 0,
-            protocol: None,
-            leader: None,
-            current_state_timestamp: self.state_timestamp.unwrap_or(-1),
-            members: Vec::new(),
-        }
-    }
-
     /// Rebuild a group from its metadata record (Kafka `readGroupMessageValue`
     /// + `loadGroup`): Stable with members, Empty without.
     pub(crate) fn from_metadata(id: &str, value: GroupMetadataValue, now: i64) -> Group {

@@ -57,19 +57,6 @@ impl Default for GroupConfig {
 }
 
 impl GroupConfig {
-    /// Every property name this module reads.
-    pub(crate) const NAMES: &'static [&'static str] = &[
-        "group.min.session.timeout.ms",
-        "group.max.session.timeout.ms",
-        "group.initial.rebalance.delay.ms",
-        "group.max.size",
-        "offsets.retention.minutes",
-        "offsets.retention.check.interval.ms",
-        "offset.metadata.max.bytes",
-        "offsets.topic.num.partitions",
-        "offsets.topic.segment.bytes",
-    ];
-
     /// Build from broker properties; absent names take Kafka's defaults.
     ///
     /// # Errors

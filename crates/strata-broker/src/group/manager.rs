@@ -8,7 +8,7 @@
 //! model; its purgatories become deadlines on the group and its members,
 //! fired by [`GroupManager::poll_timers`].
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use kafka_protocol::error::ResponseError;
 
@@ -169,11 +169,6 @@ impl GroupManager {
     /// The earliest deadline of any group.
     pub(crate) fn next_deadline(&self) -> Option<i64> {
         self.groups.values().filter_map(Group::next_deadline).min()
-    }
-
-    /// Groups currently known, sorted by id.
-    pub(crate) fn group_ids(&self) -> BTreeSet<String> {
-        self.groups.keys().cloned().collect()
     }
 }
 

@@ -23,6 +23,7 @@
 pub(crate) mod api;
 pub(crate) mod classic;
 pub(crate) mod config;
+pub(crate) mod coordinator;
 pub(crate) mod manager;
 pub(crate) mod member;
 pub(crate) mod membership;

@@ -1,0 +1,43 @@
+//! ListGroups (key 16), versions 0–5: every group, optionally filtered by
+//! state (v4+) and type (v5+; every group here is "classic").
+
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::RequestContext;
+
+pub(crate) async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> ListGroupsResponse {
+    let states: Vec<String> = if ctx.version >= 4 {
+        req.states_filter.iter().map(|s| s.to_string()).collect()
+    } else {
+        Vec::new()
+    };
+    let classic_wanted = ctx.version < 5
+        || req.types_filter.is_empty()
+        || req
+            .types_filter
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case("classic"));
+    let (error, groups) = ctx.broker.groups.list(&ctx.broker, states).await;
+    let mut resp = ListGroupsResponse::default();
+    resp.error_code = error.map_or(0, |e| e.code());
+    if classic_wanted {
+        resp.groups = groups
+            .into_iter()
+            .map(|g| {
+                let mut out = ListedGroup::default();
+                out.group_id = GroupId(StrBytes::from_string(g.group_id));
+                out.protocol_type = StrBytes::from_string(g.protocol_type);
+                if ctx.version >= 4 {
+                    out.group_state = StrBytes::from_static_str(g.state);
+                }
+                if ctx.version >= 5 {
+                    out.group_type = StrBytes::from_static_str("classic");
+                }
+                out
+            })
+            .collect();
+    }
+    resp
+}

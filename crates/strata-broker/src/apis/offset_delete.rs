@@ -1,0 +1,48 @@
+//! OffsetDelete (key 47), version 0: remove committed offsets of a group
+//! that is empty or no longer subscribed to the topics
+//! (GROUP_SUBSCRIBED_TO_TOPIC otherwise, NON_EMPTY_GROUP for non-consumer
+//! groups with members).
+
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
+
+use super::RequestContext;
+
+pub(crate) async fn handle(ctx: &RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let partitions: Vec<(String, i32)> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            let name = t.name.to_string();
+            t.partitions
+                .iter()
+                .map(move |p| (name.clone(), p.partition_index))
+        })
+        .collect();
+    let result = ctx
+        .broker
+        .groups
+        .delete_offsets(&ctx.broker, req.group_id.to_string(), partitions)
+        .await;
+    let mut resp = OffsetDeleteResponse::default();
+    match result {
+        Err(e) => resp.error_code = e.code(),
+        Ok(errors) => {
+            let mut errors = errors.into_iter();
+            for t in req.topics {
+                let mut out = OffsetDeleteResponseTopic::default();
+                out.name = t.name;
+                for p in t.partitions {
+                    let mut rp = OffsetDeleteResponsePartition::default();
+                    rp.partition_index = p.partition_index;
+                    rp.error_code = errors.next().flatten().map_or(0, |e| e.code());
+                    out.partitions.push(rp);
+                }
+                resp.topics.push(out);
+            }
+        }
+    }
+    resp
+}

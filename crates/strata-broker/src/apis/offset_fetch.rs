@@ -1,0 +1,135 @@
+//! OffsetFetch (key 9), versions 1–9: v1 one group and listed partitions;
+//! v2+ a null topic list means every committed partition and a top-level
+//! error; v7 `require_stable`; v8+ several groups per request.
+
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::RequestContext;
+use crate::group::api::FetchedOffset;
+
+pub(crate) async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse {
+    let broker = &ctx.broker;
+    let require_stable = ctx.version >= 7 && req.require_stable;
+    let mut resp = OffsetFetchResponse::default();
+    if ctx.version >= 8 {
+        for g in req.groups {
+            let wanted = g.topics.map(|ts| {
+                ts.into_iter()
+                    .flat_map(|t| {
+                        let name = t.name.to_string();
+                        t.partition_indexes
+                            .into_iter()
+                            .map(move |p| (name.clone(), p))
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let result = broker
+                .groups
+                .fetch(broker, g.group_id.as_str(), wanted, require_stable)
+                .await;
+            let mut out = OffsetFetchResponseGroup::default();
+            out.group_id = g.group_id;
+            match result {
+                Ok(offsets) => {
+                    for (name, parts) in by_topic(offsets) {
+                        let mut t = OffsetFetchResponseTopics::default();
+                        t.name = TopicName(StrBytes::from_string(name));
+                        t.partitions = parts
+                            .into_iter()
+                            .map(|o| {
+                                let mut p = OffsetFetchResponsePartitions::default();
+                                p.partition_index = o.partition;
+                                p.committed_offset = o.offset;
+                                p.committed_leader_epoch = o.leader_epoch;
+                                p.metadata = Some(StrBytes::from_string(o.metadata));
+                                p.error_code = o.error.map_or(0, |e| e.code());
+                                p
+                            })
+                            .collect();
+                        out.topics.push(t);
+                    }
+                }
+                Err(e) => out.error_code = e.code(),
+            }
+            resp.groups.push(out);
+        }
+        return resp;
+    }
+    let wanted = req.topics.map(|ts| {
+        ts.into_iter()
+            .flat_map(|t| {
+                let name = t.name.to_string();
+                t.partition_indexes
+                    .into_iter()
+                    .map(move |p| (name.clone(), p))
+            })
+            .collect::<Vec<_>>()
+    });
+    let requested = wanted.clone();
+    match broker
+        .groups
+        .fetch(broker, req.group_id.as_str(), wanted, require_stable)
+        .await
+    {
+        Ok(offsets) => resp.topics = v1_topics(offsets),
+        Err(e) if ctx.version >= 2 => resp.error_code = e.code(),
+        Err(e) => {
+            // v1 has no top-level error: report it on every partition.
+            let failed = requested
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(topic, partition)| FetchedOffset {
+                    topic,
+                    partition,
+                    offset: -1,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    error: Some(e),
+                })
+                .collect();
+            resp.topics = v1_topics(failed);
+        }
+    }
+    resp
+}
+
+/// Group offsets by topic, keeping first-seen topic order.
+fn by_topic(offsets: Vec<FetchedOffset>) -> Vec<(String, Vec<FetchedOffset>)> {
+    let mut out: Vec<(String, Vec<FetchedOffset>)> = Vec::new();
+    for o in offsets {
+        match out.iter_mut().find(|(t, _)| *t == o.topic) {
+            Some((_, v)) => v.push(o),
+            None => out.push((o.topic.clone(), vec![o])),
+        }
+    }
+    out
+}
+
+/// Pre-v8 topics.
+fn v1_topics(offsets: Vec<FetchedOffset>) -> Vec<OffsetFetchResponseTopic> {
+    by_topic(offsets)
+        .into_iter()
+        .map(|(name, parts)| {
+            let mut t = OffsetFetchResponseTopic::default();
+            t.name = TopicName(StrBytes::from_string(name));
+            t.partitions = parts
+                .into_iter()
+                .map(|o| {
+                    let mut p = OffsetFetchResponsePartition::default();
+                    p.partition_index = o.partition;
+                    p.committed_offset = o.offset;
+                    p.committed_leader_epoch = o.leader_epoch;
+                    p.metadata = Some(StrBytes::from_string(o.metadata));
+                    p.error_code = o.error.map_or(0, |e| e.code());
+                    p
+                })
+                .collect();
+            t
+        })
+        .collect()
+}

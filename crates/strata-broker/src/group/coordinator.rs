@@ -1,0 +1,519 @@
+//! The coordinator at runtime: [`GroupCoordinator`] wraps the pure
+//! [`GroupManager`] in one mutex, parks JoinGroup/SyncGroup requests on
+//! tokio oneshot channels keyed by [`Ticket`], writes records to
+//! `__consumer_offsets` through the partition logs, loads the topic on first
+//! use, and runs the timer task.
+//!
+//! Locking: `state` guards the manager and the reply channels together, so
+//! a reply is always routed to the channel registered for its ticket. It is
+//! held across the synchronous log append of an operation (which is why
+//! every operation runs on the blocking pool) and never across `.await`.
+//!
+//! Time: operations read `LogManager::clock()`, the clock injected into the
+//! broker, so a `MockClock` drives sessions and rebalances in tests. The
+//! timer task wakes at the next deadline but at least every
+//! [`TIMER_POLL_MS`] of real time, so it notices a mock clock moving.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+use strata_log::batch::BatchBuilder;
+use strata_log::batch::BatchScanner;
+use strata_log::batch::BatchView;
+use strata_log::{LeaderEpoch, LogError, Offset, ReadBound, Timestamp};
+use tokio::sync::{oneshot, Notify, OnceCell};
+
+use super::api::{
+    CommitRequest, FetchedOffset, GroupOverview, GroupSummary, HeartbeatRequest, JoinRequest,
+    JoinResult, LeaveMember, LeaveResult, Reply, SyncRequest, SyncResult,
+};
+use super::config::GroupConfig;
+use super::manager::GroupManager;
+use super::member::Ticket;
+use super::offsets::LoadedRecord;
+use super::store::{OffsetsStore, StoreError, StoreRecord};
+use super::OFFSETS_TOPIC;
+use crate::broker::Broker;
+use crate::errors::ApiError;
+
+/// Longest real-time sleep of the timer task.
+pub(crate) const TIMER_POLL_MS: u64 = 50;
+/// Bytes read per step while loading a partition (`offsets.load.buffer.size`).
+const LOAD_BUFFER_BYTES: usize = 5 * 1024 * 1024;
+
+/// The manager plus the channels of parked requests.
+#[derive(Debug)]
+struct State {
+    manager: GroupManager,
+    joins: HashMap<Ticket, oneshot::Sender<JoinResult>>,
+    syncs: HashMap<Ticket, oneshot::Sender<SyncResult>>,
+    /// When offsets were last checked for expiry.
+    last_expiry_check: i64,
+}
+
+/// The broker's group coordinator.
+#[derive(Debug)]
+pub(crate) struct GroupCoordinator {
+    /// Immutable copy of the manager's configuration (readable without `state`).
+    config: GroupConfig,
+    state: Mutex<State>,
+    next_ticket: AtomicU64,
+    started: OnceCell<()>,
+    /// Wakes the timer task after an operation may have set an earlier deadline.
+    wake: Notify,
+}
+
+impl GroupCoordinator {
+    /// A coordinator configured from the broker's properties (Kafka's
+    /// defaults for anything absent; an invalid value is logged and the
+    /// default used, since the broker config has already been accepted).
+    pub(crate) fn new(properties: &BTreeMap<String, String>) -> GroupCoordinator {
+        let config = GroupConfig::from_properties(properties).unwrap_or_else(|error| {
+            tracing::error!(%error, "invalid group coordinator config; using defaults");
+            GroupConfig::default()
+        });
+        GroupCoordinator {
+            config: config.clone(),
+            state: Mutex::new(State {
+                manager: GroupManager::new(config),
+                joins: HashMap::new(),
+                syncs: HashMap::new(),
+                last_expiry_check: i64::MIN,
+            }),
+            next_ticket: AtomicU64::new(1),
+            started: OnceCell::new(),
+            wake: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Load `__consumer_offsets` (if it exists) and start the timer task,
+    /// once, before the first group operation.
+    pub(crate) async fn ensure_started(&self, broker: &Arc<Broker>) {
+        self.started
+            .get_or_init(|| async {
+                broker.blocking(|b| b.groups.load_all(b)).await;
+                let weak = Arc::downgrade(broker);
+                tokio::spawn(timer_task(weak));
+            })
+            .await;
+    }
+
+    /// Create `__consumer_offsets` if missing (FindCoordinator does this, as
+    /// Kafka does): compacted, `offsets.topic.segment.bytes` segments.
+    pub(crate) fn ensure_offsets_topic(&self, broker: &Broker) -> Result<(), ApiError> {
+        if broker.topics.get(OFFSETS_TOPIC).is_some() {
+            return Ok(());
+        }
+        let config = &self.config;
+        let configs: BTreeMap<String, String> = [
+            ("cleanup.policy", "compact".to_string()),
+            (
+                "segment.bytes",
+                config.offsets_topic_segment_bytes.to_string(),
+            ),
+            ("compression.type", "producer".to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        match broker.create_topic(
+            OFFSETS_TOPIC,
+            config.offsets_topic_num_partitions,
+            1,
+            configs,
+            false,
+        ) {
+            Ok(_) | Err(ApiError::TopicAlreadyExists) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Read every partition of `__consumer_offsets` into the manager (blocking).
+    fn load_all(&self, broker: &Broker) {
+        let Some(info) = broker.topics.get(OFFSETS_TOPIC) else {
+            return;
+        };
+        let partitions: Vec<i32> = (0..info.partitions).collect();
+        {
+            let mut st = self.lock();
+            // Like Kafka, the topic's actual partition count decides placement.
+            if info.partitions != st.manager.config.offsets_topic_num_partitions {
+                tracing::warn!(
+                    topic_partitions = info.partitions,
+                    configured = st.manager.config.offsets_topic_num_partitions,
+                    "__consumer_offsets partition count differs from offsets.topic.num.partitions"
+                );
+                st.manager.config.offsets_topic_num_partitions = info.partitions;
+            }
+            for p in &partitions {
+                st.manager.begin_loading(*p);
+            }
+        }
+        let now = broker.logs.clock().now_ms();
+        for p in partitions {
+            let records = match read_partition(broker, p) {
+                Ok(r) => r,
+                Err(error) => {
+                    tracing::error!(partition = p, %error, "cannot load __consumer_offsets partition");
+                    Vec::new()
+                }
+            };
+            let mut st = self.lock();
+            let (groups, offsets) = st.manager.load_partition(p, records, now);
+            st.manager.finish_loading(p);
+            if groups > 0 {
+                tracing::info!(
+                    partition = p,
+                    groups,
+                    offsets,
+                    "loaded groups from __consumer_offsets"
+                );
+            }
+        }
+    }
+
+    /// Run `f` with the manager and a log-backed store; route the replies.
+    fn run<T>(
+        &self,
+        broker: &Broker,
+        f: impl FnOnce(&mut GroupManager, &mut LogStore<'_>, i64) -> T,
+    ) -> T {
+        let now = broker.logs.clock().now_ms();
+        let mut st = self.lock();
+        let mut store = LogStore {
+            broker,
+            coordinator: self,
+        };
+        let out = f(&mut st.manager, &mut store, now);
+        st.route_replies();
+        drop(st);
+        self.wake.notify_one();
+        out
+    }
+
+    fn ticket(&self) -> Ticket {
+        Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// JoinGroup; resolves when the rebalance answers it.
+    pub(crate) async fn join(&self, broker: &Arc<Broker>, req: JoinRequest) -> JoinResult {
+        self.ensure_started(broker).await;
+        let ticket = self.ticket();
+        let (tx, rx) = oneshot::channel();
+        let member_id = req.member_id.clone();
+        self.lock().joins.insert(ticket, tx);
+        broker
+            .blocking(move |b| b.groups.run(b, |m, s, now| m.join(req, ticket, now, s)))
+            .await;
+        rx.await.unwrap_or_else(|_| {
+            JoinResult::error(&member_id, ResponseError::CoordinatorNotAvailable)
+        })
+    }
+
+    /// SyncGroup; resolves when the leader's assignment is stored.
+    pub(crate) async fn sync(&self, broker: &Arc<Broker>, req: SyncRequest) -> SyncResult {
+        self.ensure_started(broker).await;
+        let ticket = self.ticket();
+        let (tx, rx) = oneshot::channel();
+        self.lock().syncs.insert(ticket, tx);
+        broker
+            .blocking(move |b| b.groups.run(b, |m, s, now| m.sync(req, ticket, now, s)))
+            .await;
+        rx.await
+            .unwrap_or_else(|_| SyncResult::error(ResponseError::CoordinatorNotAvailable))
+    }
+
+    pub(crate) async fn heartbeat(
+        &self,
+        broker: &Arc<Broker>,
+        req: HeartbeatRequest,
+    ) -> Option<ResponseError> {
+        self.ensure_started(broker).await;
+        broker
+            .blocking(move |b| b.groups.run(b, |m, s, now| m.heartbeat(req, now, s)))
+            .await
+    }
+
+    pub(crate) async fn leave(
+        &self,
+        broker: &Arc<Broker>,
+        group_id: String,
+        members: Vec<LeaveMember>,
+    ) -> LeaveResult {
+        self.ensure_started(broker).await;
+        broker
+            .blocking(move |b| {
+                b.groups
+                    .run(b, |m, s, now| m.leave(&group_id, members, now, s))
+            })
+            .await
+    }
+
+    pub(crate) async fn commit(
+        &self,
+        broker: &Arc<Broker>,
+        req: CommitRequest,
+    ) -> Vec<Option<ResponseError>> {
+        self.ensure_started(broker).await;
+        broker
+            .blocking(move |b| b.groups.run(b, |m, s, now| m.commit_offsets(&req, now, s)))
+            .await
+    }
+
+    /// OffsetFetch for one group.
+    ///
+    /// # Errors
+    /// The group-level error.
+    pub(crate) async fn fetch(
+        &self,
+        broker: &Arc<Broker>,
+        group_id: &str,
+        partitions: Option<Vec<(String, i32)>>,
+        require_stable: bool,
+    ) -> Result<Vec<FetchedOffset>, ResponseError> {
+        self.ensure_started(broker).await;
+        self.lock()
+            .manager
+            .fetch_offsets(group_id, partitions.as_deref(), require_stable)
+    }
+
+    /// OffsetDelete.
+    ///
+    /// # Errors
+    /// The group-level error.
+    pub(crate) async fn delete_offsets(
+        &self,
+        broker: &Arc<Broker>,
+        group_id: String,
+        partitions: Vec<(String, i32)>,
+    ) -> Result<Vec<Option<ResponseError>>, ResponseError> {
+        self.ensure_started(broker).await;
+        broker
+            .blocking(move |b| {
+                b.groups.run(b, |m, s, now| {
+                    m.delete_offsets(&group_id, &partitions, now, s)
+                })
+            })
+            .await
+    }
+
+    pub(crate) async fn delete_groups(
+        &self,
+        broker: &Arc<Broker>,
+        ids: Vec<String>,
+    ) -> Vec<Option<ResponseError>> {
+        self.ensure_started(broker).await;
+        broker
+            .blocking(move |b| b.groups.run(b, |m, s, now| m.delete_groups(&ids, now, s)))
+            .await
+    }
+
+    pub(crate) async fn list(
+        &self,
+        broker: &Arc<Broker>,
+        states: Vec<String>,
+    ) -> (Option<ResponseError>, Vec<GroupOverview>) {
+        self.ensure_started(broker).await;
+        self.lock().manager.list_groups(&states)
+    }
+
+    pub(crate) async fn describe(&self, broker: &Arc<Broker>, group_id: &str) -> GroupSummary {
+        self.ensure_started(broker).await;
+        self.lock().manager.describe_group(group_id)
+    }
+
+    /// Stop serving: parked requests are answered NOT_COORDINATOR.
+    pub(crate) fn shutdown(&self) {
+        let mut st = self.lock();
+        st.manager.deactivate();
+        st.route_replies();
+    }
+
+    /// Fire due timers and, every `offsets.retention.check.interval.ms`,
+    /// expire offsets. Returns the next deadline, if any.
+    fn tick(&self, broker: &Broker) -> Option<i64> {
+        self.run(broker, |m, s, now| {
+            m.poll_timers(now, s);
+            now
+        });
+        let now = broker.logs.clock().now_ms();
+        let mut st = self.lock();
+        let interval = st.manager.config.offsets_retention_check_interval_ms;
+        if now.saturating_sub(st.last_expiry_check) >= interval {
+            st.last_expiry_check = now;
+            let mut store = LogStore {
+                broker,
+                coordinator: self,
+            };
+            let removed = st.manager.expire_offsets(now, &mut store);
+            if removed > 0 {
+                tracing::info!(removed, "expired committed offsets");
+            }
+        }
+        st.manager.next_deadline()
+    }
+}
+
+impl State {
+    fn route_replies(&mut self) {
+        for reply in self.manager.take_replies() {
+            match reply {
+                Reply::Join(t, r) => {
+                    if let Some(tx) = self.joins.remove(&t) {
+                        // The requester may be gone (connection closed): nothing to do.
+                        let _ = tx.send(r);
+                    }
+                }
+                Reply::Sync(t, r) => {
+                    if let Some(tx) = self.syncs.remove(&t) {
+                        let _ = tx.send(r);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Fires deadlines until the broker is dropped or shuts down.
+async fn timer_task(broker: Weak<Broker>) {
+    loop {
+        let Some(b) = broker.upgrade() else { return };
+        if *b.shutdown.borrow() {
+            b.groups.shutdown();
+            return;
+        }
+        let next = b.blocking(|b| b.groups.tick(b)).await;
+        let now = b.logs.clock().now_ms();
+        let wait_ms = next.map_or(TIMER_POLL_MS, |d| {
+            (d - now).clamp(1, TIMER_POLL_MS as i64) as u64
+        });
+        let mut shutdown = b.shutdown.clone();
+        let groups_wake = async { b.groups.wake.notified().await };
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
+            _ = groups_wake => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Appends coordinator records to the partition logs of `__consumer_offsets`.
+struct LogStore<'a> {
+    broker: &'a Broker,
+    coordinator: &'a GroupCoordinator,
+}
+
+impl OffsetsStore for LogStore<'_> {
+    fn append(
+        &mut self,
+        partition: i32,
+        records: &[StoreRecord],
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let broker = self.broker;
+        if broker.topics.get(OFFSETS_TOPIC).is_none() {
+            self.coordinator
+                .ensure_offsets_topic(broker)
+                .map_err(|e| StoreError::Unavailable {
+                    partition,
+                    source: Some(Box::new(e)),
+                })?;
+        }
+        let (Some(info), Some(log)) = (
+            broker.topics.get(OFFSETS_TOPIC),
+            broker.log(OFFSETS_TOPIC, partition),
+        ) else {
+            return Err(StoreError::Unavailable {
+                partition,
+                source: None,
+            });
+        };
+        let mut builder = BatchBuilder::new(Offset(0));
+        for r in records {
+            builder.append(Timestamp(now_ms), Some(&r.key), r.value.as_deref(), &[]);
+        }
+        let mut batch = builder.build();
+        let size = batch.len();
+        let durable = broker.config.durable_append || log.config().durable_append;
+        let appended = log
+            .append_as_leader(&mut batch, LeaderEpoch(broker.leader_epoch(&info)))
+            .and_then(|a| {
+                log.update_high_watermark(log.log_end_offset());
+                if durable {
+                    log.flush_up_to(a.last_offset.plus(1))?;
+                }
+                Ok(a)
+            });
+        match appended {
+            Ok(a) => {
+                broker.notify_appended();
+                Ok(a.first_offset.0)
+            }
+            Err(LogError::RecordBatchTooLarge { .. } | LogError::Batch { .. }) => {
+                Err(StoreError::TooLarge { partition, size })
+            }
+            Err(e) => Err(StoreError::Storage {
+                partition,
+                source: Box::new(e),
+            }),
+        }
+    }
+}
+
+/// Every record of one partition, in log order (blocking).
+fn read_partition(broker: &Broker, partition: i32) -> Result<Vec<LoadedRecord>, LogError> {
+    let Some(log) = broker.log(OFFSETS_TOPIC, partition) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    let mut next = log.log_start_offset();
+    let end = log.log_end_offset();
+    while next < end {
+        let data = log.read(next, LOAD_BUFFER_BYTES, ReadBound::LogEnd, true)?;
+        let bytes = data.read_to_vec().map_err(|source| LogError::Io {
+            path: log.dir(),
+            op: "reading __consumer_offsets",
+            source,
+        })?;
+        if bytes.is_empty() {
+            break;
+        }
+        let mut progressed = false;
+        for item in BatchScanner::new(&bytes) {
+            let Ok((pos, prefix)) = item else { break };
+            let Ok(view) = BatchView::parse(&bytes[pos..pos + prefix.total_size()]) else {
+                break;
+            };
+            next = view.next_offset();
+            progressed = true;
+            // Transactional offset commits are not supported by this coordinator.
+            if view.is_control() || view.is_transactional() {
+                continue;
+            }
+            let base = view.base_offset().0;
+            match view.records() {
+                Ok(records) => out.extend(records.into_iter().filter_map(|r| {
+                    Some(LoadedRecord {
+                        batch_base_offset: base,
+                        key: r.key?,
+                        value: r.value,
+                    })
+                })),
+                Err(error) => {
+                    tracing::warn!(partition, %error, "skipping unreadable __consumer_offsets batch")
+                }
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    Ok(out)
+}
