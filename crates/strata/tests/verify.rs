@@ -329,6 +329,20 @@ fn offsets_must_increase_across_segments() {
 }
 
 #[test]
+fn empty_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, out, _) = verify(&[tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("not a partition directory and holds no partition directories"),
+        "{out}"
+    );
+    std::fs::write(tmp.path().join("meta.properties"), "#\nversion=1\n").unwrap();
+    let (code, out, _) = verify(&[tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "an empty log dir is fine: {out}");
+}
+
+#[test]
 fn unreadable_target_exits_2() {
     let (code, out, _) = verify(&["/nonexistent-strata-dir"]);
     assert_eq!(code, 2, "{out}");

@@ -230,7 +230,9 @@ pub fn verify_target(target: &Path, deep: bool, report: &mut Report) {
             }
             summaries.push(s);
         }
-        if summaries.is_empty() {
+        // An empty Kafka log dir (just meta.properties) is fine; anything
+        // else without partitions is probably the wrong path.
+        if summaries.is_empty() && !target.join(f::META_PROPERTIES).is_file() {
             out.push(Finding::error(target, None, Problem::NothingToVerify));
         }
         check_log_dir_checkpoints(target, &verified, None, out);
@@ -270,10 +272,11 @@ pub fn run(args: &VerifyArgs) -> u8 {
             report.partitions, report.segments, report.batches, report.errors, report.warnings
         );
     }
+    // Something could not be read at all: an I/O problem, not a verdict.
     let unreadable = report
         .findings
         .iter()
-        .any(|f| matches!(f.problem, Problem::Unreadable { .. }) && report.partitions == 0);
+        .any(|f| matches!(f.problem, Problem::Unreadable { .. }));
     if unreadable {
         EXIT_USAGE_OR_IO
     } else if report.errors > 0 || (args.strict && report.warnings > 0) {
