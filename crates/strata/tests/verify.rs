@@ -401,3 +401,28 @@ fn log_manager_dir_with_checkpoints_verifies() {
     let (code, out, _) = verify(&[tmp.path().to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
 }
+
+#[test]
+fn inactive_segment_time_index_must_end_at_its_max_timestamp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_strata_partition(tmp.path(), "orders", 40, 5, 300, 4000);
+    let time = files_with(&dir, ".timeindex").remove(0);
+    let bytes = std::fs::read(&time).unwrap();
+    assert!(bytes.len() >= 24);
+    let last_ts = i64::from_be_bytes(bytes[bytes.len() - 12..bytes.len() - 4].try_into().unwrap());
+    let prev_ts = i64::from_be_bytes(
+        bytes[bytes.len() - 24..bytes.len() - 16]
+            .try_into()
+            .unwrap(),
+    );
+    std::fs::write(&time, &bytes[..bytes.len() - 12]).unwrap();
+    let (code, out, _) = verify(&[dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "a warning: {out}");
+    assert!(
+        out.contains(&format!(
+            "warning: {}: inactive segment's time index ends at timestamp {prev_ts}, but its largest batch timestamp is {last_ts}",
+            time.display()
+        )),
+        "{out}"
+    );
+}

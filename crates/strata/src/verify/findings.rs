@@ -152,6 +152,11 @@ pub enum Problem {
         timestamp: i64,
         earlier_max: i64,
     },
+    #[error("inactive segment's time index ends at timestamp {last_entry_timestamp}, but its largest batch timestamp is {segment_max_timestamp}: time-based retention and offset-for-time lookups use the index's value")]
+    TimeIndexMissesSegmentMax {
+        last_entry_timestamp: i64,
+        segment_max_timestamp: i64,
+    },
     #[error("{kind} file without a segment .log")]
     OrphanIndex { kind: &'static str },
     #[error("leftover {suffix} file from an interrupted {operation}")]

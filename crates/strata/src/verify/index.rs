@@ -167,8 +167,14 @@ pub fn check_offset_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mu
     }
 }
 
-/// Check a time index against its segment.
-pub fn check_time_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut Vec<Finding>) {
+/// Check a time index against its segment; returns the last entry in use
+/// as `(timestamp, offset)`.
+pub fn check_time_index(
+    path: &Path,
+    bytes: &[u8],
+    seg: &SegmentScan,
+    out: &mut Vec<Finding>,
+) -> Option<(i64, i64)> {
     check_size(path, IndexKind::Time, bytes.len(), TIME_ENTRY_SIZE, out);
     let index = parse_time_index(bytes, strata_log::Offset(seg.base));
     let slots: Vec<&[u8]> = bytes.chunks_exact(TIME_ENTRY_SIZE).collect();
@@ -278,6 +284,9 @@ pub fn check_time_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut 
             ));
         }
     }
+    index.entries[..used]
+        .last()
+        .map(|e| (e.timestamp.0, e.offset.get()))
 }
 
 /// Check a transaction index: readable, each abort marker inside the

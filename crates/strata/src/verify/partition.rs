@@ -183,9 +183,29 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
                 check_offset_index(p, &b, &seg, out);
             }
         }
+        let is_last = l.segments.keys().next_back() == Some(&base);
+        let seg_max = seg
+            .batches
+            .iter()
+            .map(|b| b.max_timestamp)
+            .max()
+            .unwrap_or(-1);
         if let Some(p) = l.time_indexes.get(&base) {
             if let Some(b) = read_or_report(p, out) {
-                check_time_index(p, &b, &seg, out);
+                let last = check_time_index(p, &b, &seg, out);
+                // Kafka appends the segment's max timestamp when a segment
+                // becomes inactive (roll) so that retention can read it.
+                let last_ts = last.map_or(-1, |(t, _)| t);
+                if !is_last && seg_max >= 0 && last_ts != seg_max {
+                    out.push(Finding::warning(
+                        p,
+                        None,
+                        Problem::TimeIndexMissesSegmentMax {
+                            last_entry_timestamp: last_ts,
+                            segment_max_timestamp: seg_max,
+                        },
+                    ));
+                }
             }
         }
         if let Some(p) = l.txn_indexes.get(&base) {
