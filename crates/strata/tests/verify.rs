@@ -266,6 +266,17 @@ fn bad_checkpoints_fail() {
     std::fs::write(&epochs, "0\n2\n0 0\n1 10\n").unwrap();
     let (code, out, _) = verify(&[dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
+    // All four batches were written in epoch 0: the cache's epoch 1 at 10 disagrees.
+    assert!(
+        out.contains(&format!(
+            "warning: {}: 2 batches disagree with the leader epoch cache; the first, at offset 10, has epoch 0 but the cache says 1",
+            epochs.display()
+        )),
+        "{out}"
+    );
+    std::fs::write(&epochs, "0\n1\n0 0\n").unwrap();
+    let (code, out, _) = verify(&["--strict", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
 
     let meta = dir.join("partition.metadata");
     std::fs::write(&meta, "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA").unwrap();

@@ -215,6 +215,13 @@ pub enum Problem {
         start_offset: i64,
         log_end: i64,
     },
+    #[error("{mismatches} batches disagree with the leader epoch cache; the first, at offset {offset}, has epoch {batch_epoch} but the cache says {cache_epoch}")]
+    EpochCacheMismatch {
+        mismatches: usize,
+        offset: i64,
+        batch_epoch: i32,
+        cache_epoch: i32,
+    },
     #[error("malformed partition.metadata: {detail}")]
     MalformedPartitionMetadata { detail: String },
     #[error("not a partition directory and holds no partition directories")]

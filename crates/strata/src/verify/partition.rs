@@ -150,6 +150,8 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
         return summary;
     };
     let mut previous_last: Option<i64> = None;
+    // (base offset, leader epoch) of every v2 batch, for the epoch-cache check.
+    let mut batch_epochs: Vec<(i64, i32)> = Vec::new();
     for (&base, path) in &l.segments {
         let Some(bytes) = read_or_report(path, out) else {
             continue;
@@ -213,6 +215,12 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
                 check_txn_index(p, &b, &seg, out);
             }
         }
+        batch_epochs.extend(
+            seg.batches
+                .iter()
+                .filter(|b| b.leader_epoch >= 0)
+                .map(|b| (b.base_offset, b.leader_epoch)),
+        );
         summary.segments += 1;
         summary.batches += seg.batches.len();
         summary.log_end = seg.last_offset().map_or(base, |o| o + 1);
@@ -254,7 +262,7 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
         }
     }
     if let Some(path) = &l.epoch_checkpoint {
-        check_epochs(path, summary.log_end, out);
+        check_epochs(path, summary.log_end, &batch_epochs, out);
     }
     if let Some(path) = &l.partition_metadata {
         if let Some(bytes) = read_or_report(path, out) {
@@ -273,7 +281,11 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
     summary
 }
 
-fn check_epochs(path: &Path, log_end: i64, out: &mut Vec<Finding>) {
+/// The checkpoint parses, is monotonic, and agrees with the batches: a batch
+/// at or after the first entry's start offset carries the epoch of the last
+/// entry starting at or before it (batches below the first entry may predate
+/// a truncation from the start).
+fn check_epochs(path: &Path, log_end: i64, batches: &[(i64, i32)], out: &mut Vec<Finding>) {
     let entries = match read_epoch_checkpoint(path) {
         Ok(c) => c,
         Err(e) => {
@@ -327,5 +339,33 @@ fn check_epochs(path: &Path, log_end: i64, out: &mut Vec<Finding>) {
                 },
             ));
         }
+    }
+    let Some(first) = entries.first() else {
+        return;
+    };
+    let mut mismatches = 0;
+    let mut first_mismatch = None;
+    for &(offset, epoch) in batches
+        .iter()
+        .filter(|(o, _)| *o >= first.start_offset.get())
+    {
+        let idx = entries.partition_point(|e| e.start_offset.get() <= offset);
+        let cache_epoch = entries[idx - 1].epoch.0;
+        if cache_epoch != epoch {
+            mismatches += 1;
+            first_mismatch.get_or_insert((offset, epoch, cache_epoch));
+        }
+    }
+    if let Some((offset, batch_epoch, cache_epoch)) = first_mismatch {
+        out.push(Finding::warning(
+            path,
+            None,
+            Problem::EpochCacheMismatch {
+                mismatches,
+                offset,
+                batch_epoch,
+                cache_epoch,
+            },
+        ));
     }
 }

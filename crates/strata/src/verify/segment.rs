@@ -21,6 +21,8 @@ pub struct BatchInfo {
     pub base_offset: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
+    /// The partition leader epoch (-1 for legacy entries).
+    pub leader_epoch: i32,
 }
 
 /// What a segment holds.
@@ -91,6 +93,7 @@ pub fn check_segment(
                     base_offset: batch.base_offset().get(),
                     last_offset: batch.last_offset().get(),
                     max_timestamp: batch.max_timestamp().0,
+                    leader_epoch: batch.partition_leader_epoch().0,
                 }
             }
             Scanned::Legacy { position, entry } => {
@@ -123,6 +126,7 @@ pub fn check_segment(
                     base_offset: entry.offset.get(),
                     last_offset: entry.offset.get(),
                     max_timestamp: entry.timestamp.0,
+                    leader_epoch: -1,
                 }
             }
             Scanned::Corrupt {
