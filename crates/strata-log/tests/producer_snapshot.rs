@@ -10,11 +10,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use proptest::collection::vec;
+use proptest::prelude::*;
 use strata_log::batch::{BatchBuilder, BatchView};
 use strata_log::format::snapshot_file;
 use strata_log::producer_state::{
-    read_snapshot, write_snapshot, AppendOrigin, CompletedTxn, ProducerSnapshotEntry,
-    ProducerStateError, ProducerStateManager, ProducerUpdates, SnapshotCorruption,
+    decode_snapshot, encode_snapshot, read_snapshot, write_snapshot, AppendOrigin, CompletedTxn,
+    ProducerSnapshotEntry, ProducerStateError, ProducerStateManager, ProducerUpdates,
+    SnapshotCorruption,
 };
 use strata_log::{Offset, ProducerEpoch, ProducerId, Timestamp, TopicPartition};
 use tempfile::TempDir;
@@ -367,7 +370,7 @@ fn load_with_corrupt_newest(corrupt: impl Fn(&mut Vec<u8>)) -> (TempDir, Produce
 }
 
 fn corruption_of(bytes: &[u8]) -> SnapshotCorruption {
-    match strata_log::producer_state::decode_snapshot(bytes) {
+    match decode_snapshot(bytes) {
         Err(reason) => reason,
         Ok(_) => panic!("accepted a corrupt snapshot"),
     }
@@ -454,4 +457,68 @@ fn stray_snapshots_are_removed_except_the_clean_shutdown_one() {
         psm.snapshot_offsets().collect::<Vec<_>>(),
         [Offset(0), Offset(50)]
     );
+}
+
+fn arb_entry() -> impl Strategy<Value = ProducerSnapshotEntry> {
+    (
+        any::<i64>(),
+        any::<i16>(),
+        any::<i32>(),
+        any::<i64>(),
+        any::<i32>(),
+        any::<i64>(),
+        any::<i32>(),
+        any::<i64>(),
+    )
+        .prop_map(
+            |(pid, epoch, seq, last, delta, ts, coord, txn)| ProducerSnapshotEntry {
+                producer_id: ProducerId(pid),
+                epoch: ProducerEpoch(epoch),
+                last_sequence: seq,
+                last_offset: Offset(last),
+                offset_delta: delta,
+                timestamp: Timestamp(ts),
+                coordinator_epoch: coord,
+                current_txn_first_offset: Offset(txn),
+            },
+        )
+}
+
+fn as_spec(e: &ProducerSnapshotEntry) -> SpecEntry {
+    SpecEntry {
+        producer_id: e.producer_id.0,
+        epoch: e.epoch.0,
+        last_sequence: e.last_sequence,
+        last_offset: e.last_offset.0,
+        offset_delta: e.offset_delta,
+        timestamp: e.timestamp.0,
+        coordinator_epoch: e.coordinator_epoch,
+        current_txn_first_offset: e.current_txn_first_offset.0,
+    }
+}
+
+proptest! {
+    /// Any entries encode to the spec's bytes and decode back unchanged.
+    #[test]
+    fn encoding_matches_spec_and_round_trips(entries in vec(arb_entry(), 0..12)) {
+        let bytes = encode_snapshot(&entries);
+        let spec: Vec<SpecEntry> = entries.iter().map(as_spec).collect();
+        prop_assert_eq!(&bytes, &spec_snapshot(&spec));
+        prop_assert_eq!(decode_snapshot(&bytes).unwrap(), entries);
+    }
+
+    /// Every single-bit flip of a valid snapshot is reported as corruption.
+    #[test]
+    fn any_bit_flip_is_detected(entries in vec(arb_entry(), 1..4), bit in any::<prop::sample::Index>()) {
+        let mut bytes = encode_snapshot(&entries);
+        let bit = bit.index(bytes.len() * 8);
+        bytes[bit / 8] ^= 1 << (bit % 8);
+        prop_assert!(decode_snapshot(&bytes).is_err());
+    }
+
+    /// Arbitrary bytes never panic the decoder.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in vec(any::<u8>(), 0..200)) {
+        let _ = decode_snapshot(&bytes);
+    }
 }
