@@ -84,7 +84,7 @@ fn flipped_crc_byte_fails_with_position() {
     assert_eq!(code, 1);
     assert!(
         out.contains(&format!(
-            "error: {} at position {third}: corrupt batch: base offset 50: checksum mismatch",
+            "error: {} at position {third}: corrupt batch (base offset 50): checksum mismatch",
             seg.display()
         )),
         "{out}"
@@ -94,6 +94,14 @@ fn flipped_crc_byte_fails_with_position() {
     assert_eq!(f[0]["severity"], "error");
     assert_eq!(f[0]["problem"], "corrupt_batch");
     assert_eq!(f[0]["position"], third);
+    assert_eq!(f[0]["base_offset"], 50);
+    assert!(
+        f[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("checksum mismatch: stored 0x"),
+        "{f:?}"
+    );
     assert_eq!(f[0]["file"], seg.to_str().unwrap());
 }
 

@@ -5,7 +5,14 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use strata_log::batch::BatchError;
+use strata_log::producer_state::SnapshotCorruption;
+
+/// Library errors are reported by their text in JSON (the numbers are in it).
+fn as_text<T: fmt::Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
+}
 
 /// Errors fail verification; warnings only with `--strict`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -47,8 +54,13 @@ impl fmt::Display for IndexKind {
 pub enum Problem {
     #[error("cannot read: {detail}")]
     Unreadable { detail: String },
-    #[error("corrupt batch: {detail}")]
-    CorruptBatch { detail: String },
+    #[error("corrupt batch{}: {error}", base_offset.map(|o| format!(" (base offset {o})")).unwrap_or_default())]
+    CorruptBatch {
+        /// The batch's (or legacy entry's) offset, when its header was readable.
+        base_offset: Option<i64>,
+        #[serde(serialize_with = "as_text")]
+        error: BatchError,
+    },
     #[error("truncated batch: {available} bytes left in the file, the batch needs {needed}")]
     TruncatedBatch { needed: u64, available: u64 },
     #[error("{bytes} zero bytes at the end of the file (preallocated or never written)")]
@@ -168,8 +180,22 @@ pub enum Problem {
     DeletedFile,
     #[error("file not written by Kafka in a partition directory")]
     UnknownFile,
-    #[error("transaction index: {detail}")]
-    TxnIndex { detail: String },
+    #[error("transaction index entry {entry}: version {version} is not 0")]
+    TxnUnsupportedVersion { entry: usize, version: i16 },
+    #[error("transaction index: {bytes} bytes of a partial entry at the end")]
+    TxnPartialEntry { bytes: usize },
+    #[error("transaction index entry {entry}: last offset {last_offset} does not increase (previous entry {previous})")]
+    TxnOffsetNotIncreasing {
+        entry: usize,
+        last_offset: i64,
+        previous: i64,
+    },
+    #[error("transaction index entry {entry}: first offset {first_offset} is above the marker offset {last_offset}")]
+    TxnFirstAfterLast {
+        entry: usize,
+        first_offset: i64,
+        last_offset: i64,
+    },
     #[error("transaction index entry {entry}: last offset {last_offset} is outside the segment [{base}, {segment_last}]")]
     TxnOffsetOutsideSegment {
         entry: usize,
@@ -177,8 +203,11 @@ pub enum Problem {
         base: i64,
         segment_last: i64,
     },
-    #[error("producer snapshot: {detail}")]
-    CorruptSnapshot { detail: String },
+    #[error("corrupt producer snapshot: {error}")]
+    CorruptSnapshot {
+        #[serde(serialize_with = "as_text")]
+        error: SnapshotCorruption,
+    },
     #[error("producer snapshot at offset {offset} is beyond the log end offset {log_end}")]
     SnapshotBeyondLogEnd { offset: i64, log_end: i64 },
     #[error("malformed checkpoint: {detail}")]

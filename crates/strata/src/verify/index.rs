@@ -298,11 +298,9 @@ pub fn check_txn_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut V
             out.push(Finding::error(
                 path,
                 Some(bad.position as u64),
-                Problem::TxnIndex {
-                    detail: format!(
-                        "unexpected aborted transaction version {}, current version is 0",
-                        bad.version
-                    ),
+                Problem::TxnUnsupportedVersion {
+                    entry: bad.position / crate::read::txn::TXN_ENTRY_SIZE,
+                    version: bad.version,
                 },
             ));
             return;
@@ -312,11 +310,8 @@ pub fn check_txn_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut V
         out.push(Finding::warning(
             path,
             Some((bytes.len() - index.partial_bytes) as u64),
-            Problem::TxnIndex {
-                detail: format!(
-                    "{} bytes of a partial entry at the end",
-                    index.partial_bytes
-                ),
+            Problem::TxnPartialEntry {
+                bytes: index.partial_bytes,
             },
         ));
     }
@@ -340,11 +335,10 @@ pub fn check_txn_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut V
             out.push(Finding::error(
                 path,
                 at,
-                Problem::TxnIndex {
-                    detail: format!(
-                        "entry {i}: last offset {last} does not increase (previous entry {})",
-                        index.entries[i - 1].last_offset
-                    ),
+                Problem::TxnOffsetNotIncreasing {
+                    entry: i,
+                    last_offset: last,
+                    previous: index.entries[i - 1].last_offset.get(),
                 },
             ));
         }
@@ -352,11 +346,10 @@ pub fn check_txn_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut V
             out.push(Finding::error(
                 path,
                 at,
-                Problem::TxnIndex {
-                    detail: format!(
-                        "entry {i}: first offset {} is above the marker offset {last}",
-                        t.first_offset
-                    ),
+                Problem::TxnFirstAfterLast {
+                    entry: i,
+                    first_offset: t.first_offset.get(),
+                    last_offset: last,
                 },
             ));
         }

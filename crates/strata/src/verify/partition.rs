@@ -246,9 +246,7 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
             out.push(Finding::error(
                 path,
                 None,
-                Problem::CorruptSnapshot {
-                    detail: e.to_string(),
-                },
+                Problem::CorruptSnapshot { error: e },
             ));
         } else if offset > summary.log_end {
             out.push(Finding::warning(

@@ -73,7 +73,8 @@ pub fn check_segment(
                         path,
                         Some(*position as u64),
                         Problem::CorruptBatch {
-                            detail: format!("base offset {}: {e}", batch.base_offset()),
+                            base_offset: Some(batch.base_offset().get()),
+                            error: e,
                         },
                     ));
                 }
@@ -102,10 +103,8 @@ pub fn check_segment(
                         path,
                         Some(*position as u64),
                         Problem::CorruptBatch {
-                            detail: format!(
-                                "legacy magic {} entry at offset {}: {e}",
-                                entry.magic, entry.offset
-                            ),
+                            base_offset: Some(entry.offset.get()),
+                            error: e,
                         },
                     ));
                 }
@@ -115,7 +114,8 @@ pub fn check_segment(
                             path,
                             Some(*position as u64),
                             Problem::CorruptBatch {
-                                detail: e.to_string(),
+                                base_offset: Some(entry.offset.get()),
+                                error: e,
                             },
                         ));
                     }
@@ -148,7 +148,8 @@ pub fn check_segment(
                         path,
                         Some(*position as u64),
                         Problem::CorruptBatch {
-                            detail: error.to_string(),
+                            base_offset: None,
+                            error: error.clone(),
                         },
                     ));
                 }

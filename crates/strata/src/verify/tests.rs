@@ -263,7 +263,17 @@ fn txn_index_rules() {
     check_txn_index(Path::new("s.txnindex"), &bytes, &seg, &mut out);
     let p = problems(&out);
     assert_eq!(out.len(), 4, "{out:?}");
-    assert!(p.iter().any(|x| matches!(x, Problem::TxnIndex { .. })));
+    assert!(p.contains(&&Problem::TxnPartialEntry { bytes: 5 }));
+    assert!(p.contains(&&Problem::TxnOffsetNotIncreasing {
+        entry: 1,
+        last_offset: 11,
+        previous: 12
+    }));
+    assert!(p.contains(&&Problem::TxnFirstAfterLast {
+        entry: 1,
+        first_offset: 14,
+        last_offset: 11
+    }));
     assert!(p.contains(&&Problem::TxnOffsetOutsideSegment {
         entry: 2,
         last_offset: 30,
@@ -298,5 +308,11 @@ fn truncated_and_corrupt_tails() {
     scan(&log, &mut out);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].position, Some(0));
-    assert!(matches!(out[0].problem, Problem::CorruptBatch { .. }));
+    assert!(matches!(
+        out[0].problem,
+        Problem::CorruptBatch {
+            base_offset: Some(10),
+            error: strata_log::batch::BatchError::ChecksumMismatch { .. }
+        }
+    ));
 }
