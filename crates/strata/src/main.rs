@@ -11,6 +11,7 @@
 //! Exit codes: 0 success, 1 verification failures (corruption found),
 //! 2 usage or I/O errors.
 
+mod doctor;
 mod dump;
 mod read;
 mod verify;
@@ -63,6 +64,8 @@ enum LogCommand {
     Dump(dump::DumpArgs),
     /// Check partition or log directories for corruption and inconsistencies.
     Verify(verify::VerifyArgs),
+    /// Explain a partition: retention, compaction, restart cost, rolls, indexes.
+    Doctor(doctor::DoctorArgs),
 }
 
 fn init_tracing() {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(&args),
         Command::Log(LogCommand::Dump(args)) => dump::run(&args),
         Command::Log(LogCommand::Verify(args)) => verify::run(&args),
+        Command::Log(LogCommand::Doctor(args)) => doctor::run(&args),
     };
     ExitCode::from(code)
 }

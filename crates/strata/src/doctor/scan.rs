@@ -13,7 +13,6 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use strata_log::format as f;
 use strata_log::{Offset, Timestamp, TopicPartition};
 
@@ -28,7 +27,7 @@ use crate::read::{read_all, ReadError};
 const WINDOW: usize = 8 << 20;
 
 /// Entries an index file holds and could hold as it is on disk.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IndexFill {
     pub entries: usize,
     /// Slots in the file (a preallocated active index is larger than its
@@ -38,7 +37,7 @@ pub struct IndexFill {
 
 /// Tombstones (null values) of one batch that the cleaner already stamped
 /// with a delete horizon.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HorizonBatch {
     pub base_offset: Offset,
     pub delete_horizon: Timestamp,
@@ -46,14 +45,11 @@ pub struct HorizonBatch {
 }
 
 /// One segment as the doctor sees it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct SegmentFacts {
     pub base_offset: Offset,
-    pub log_path: PathBuf,
     /// Bytes of whole batches (the logical size).
     pub size: u64,
-    /// The `.log` file length (larger when preallocated).
-    pub file_len: u64,
     pub batches: u64,
     /// The offset after the last batch (the base when empty).
     pub next_offset: Offset,
@@ -83,7 +79,7 @@ impl SegmentFacts {
 }
 
 /// A partition directory and what its log dir says about it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct PartitionFacts {
     pub dir: PathBuf,
     pub tp: TopicPartition,
@@ -119,12 +115,9 @@ pub enum ScanError {
     NotPartitionDir { path: PathBuf },
 }
 
-fn io_err(path: &Path, op: &'static str) -> impl FnOnce(std::io::Error) -> ReadError + '_ {
-    move |source| ReadError {
-        path: path.to_path_buf(),
-        op,
-        source,
-    }
+fn io_err(path: &Path, op: &'static str) -> impl FnOnce(std::io::Error) -> ReadError {
+    let path = path.to_path_buf();
+    move |source| ReadError { path, op, source }
 }
 
 fn mtime_ms(path: &Path) -> Result<i64, ReadError> {
@@ -143,9 +136,7 @@ fn scan_log(path: &Path, base: Offset, count_tombstones: bool) -> Result<Segment
     let file_len = file.metadata().map_err(io_err(path, "stat"))?.len();
     let mut facts = SegmentFacts {
         base_offset: base,
-        log_path: path.to_path_buf(),
         size: 0,
-        file_len,
         batches: 0,
         next_offset: base,
         first_batch_timestamp: None,
@@ -287,7 +278,10 @@ pub fn scan_partition(dir: &Path, count_tombstones: bool) -> Result<PartitionFac
         .tp;
     let mut logs = BTreeMap::new();
     let mut deleted_files_bytes = 0;
-    for e in std::fs::read_dir(dir).map_err(io_err(dir, "list"))?.flatten() {
+    for e in std::fs::read_dir(dir)
+        .map_err(io_err(dir, "list"))?
+        .flatten()
+    {
         let n = e.file_name().to_string_lossy().into_owned();
         if n.ends_with(f::DELETED_SUFFIX) {
             deleted_files_bytes += e.metadata().map(|m| m.len()).unwrap_or(0);

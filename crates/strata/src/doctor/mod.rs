@@ -1,0 +1,357 @@
+//! `strata log doctor`: explain a partition (or every partition of a log
+//! dir) in plain words with numbers — when the oldest data will be deleted
+//! and why not yet, why a compacted topic is not shrinking, what a restart
+//! will cost, why segments roll small, how full the indexes are, how much
+//! headroom compaction needs and when the next roll comes. Every finding
+//! names the setting to change (docs/operations.md has the symptom table).
+//!
+//! # Layout
+//!
+//! - [`scan`]: read-only facts from the directory (segments, indexes,
+//!   checkpoints), through the shared readers in `crate::read`.
+//! - `config` (this file) and [`remote`]: the effective topic config, from
+//!   `--config`/`--override`/`--topic-config` offline or DescribeConfigs
+//!   with `--bootstrap-server`.
+//! - [`diagnosis`]: the finding types and the pure entry point
+//!   [`diagnosis::diagnose`]; [`retention`], [`compaction`] and
+//!   [`segments`] hold the reasoning (retention reuses
+//!   `strata_log::retention::decide`, the broker's own rule).
+//!
+//! Nothing is written; exit 0 with findings, 2 on usage or I/O errors.
+
+pub mod compaction;
+pub mod diagnosis;
+pub mod remote;
+pub mod retention;
+pub mod scan;
+pub mod segments;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::Serialize;
+use strata_log::{ConfigError, LogConfig, TopicPartition};
+
+use crate::{EXIT_OK, EXIT_USAGE_OR_IO};
+use diagnosis::{diagnose, human_bytes, DoctorSettings, Finding, Severity};
+use scan::{partition_dirs, scan_partition, PartitionFacts, ScanError};
+
+/// Options of `strata log doctor`.
+#[derive(Args, Debug, Clone)]
+pub struct DoctorArgs {
+    /// A partition directory or a log directory (auto-detected).
+    #[arg(value_name = "PATH", required = true)]
+    paths: Vec<PathBuf>,
+    /// Print one JSON report instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The broker's server.properties (log.retention.hours, log.segment.bytes, ...).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Override one broker property, `key=value`; may be repeated.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+    /// One topic-level config (`retention.ms=3600000`); may be repeated.
+    #[arg(long = "topic-config", value_name = "KEY=VALUE")]
+    topic_configs: Vec<String>,
+    /// Fetch the topic's effective configs from a running broker (DescribeConfigs).
+    #[arg(long, value_name = "HOST:PORT", requires = "topic")]
+    bootstrap_server: Option<String>,
+    /// The topic whose configs `--bootstrap-server` describes.
+    #[arg(long, value_name = "TOPIC", requires = "bootstrap_server")]
+    topic: Option<String>,
+    /// Read rate assumed for recovery and catch-up estimates, MiB/s.
+    #[arg(long, value_name = "MIB_PER_SEC", default_value_t = 200)]
+    read_rate_mib: u64,
+    /// Evaluate as of this time (ms since the epoch) instead of now.
+    #[arg(long, value_name = "MS", hide = true)]
+    now_ms: Option<i64>,
+}
+
+/// Why the doctor could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum DoctorError {
+    #[error("expected key=value, got {arg:?}")]
+    BadKeyValue { arg: String },
+    #[error("cannot read {path}: {source}")]
+    ReadConfig {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid config: {0}")]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    #[error(transparent)]
+    Remote(#[from] remote::RemoteError),
+    #[error("{path}: neither a partition directory nor a log directory with partitions")]
+    NothingToExamine { path: PathBuf },
+}
+
+/// Where the effective config came from.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigSource {
+    /// Kafka defaults plus `--config`/`--override`/`--topic-config`.
+    Offline,
+    /// DescribeConfigs from `--bootstrap-server`.
+    Broker { bootstrap_server: String },
+}
+
+/// The doctor's answer about one partition.
+#[derive(Debug, Serialize)]
+pub struct PartitionReport {
+    pub dir: PathBuf,
+    pub topic: String,
+    pub partition: i32,
+    pub segments: usize,
+    pub bytes: u64,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub high_watermark: i64,
+    /// No `replication-offset-checkpoint` entry: the log end was assumed.
+    pub high_watermark_assumed: bool,
+    pub findings: Vec<Finding>,
+}
+
+/// The whole answer.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub now_ms: i64,
+    pub config_source: ConfigSource,
+    /// The settings the findings refer to, as Kafka prints them.
+    pub effective_config: BTreeMap<&'static str, String>,
+    pub settings: DoctorSettings,
+    pub partitions: Vec<PartitionReport>,
+}
+
+/// `key=value` pairs into a map.
+fn key_values(args: &[String]) -> Result<BTreeMap<String, String>, DoctorError> {
+    args.iter()
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+            _ => Err(DoctorError::BadKeyValue { arg: a.clone() }),
+        })
+        .collect()
+}
+
+/// A Java properties file, the subset server.properties uses: `key=value`
+/// or `key: value` lines, `#`/`!` comments.
+fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, DoctorError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DoctorError::ReadConfig {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
+        .filter_map(|l| {
+            let i = l.find(['=', ':'])?;
+            Some((l[..i].trim().to_owned(), l[i + 1..].trim().to_owned()))
+        })
+        .collect())
+}
+
+/// Broker properties (file, then `--override`), then topic overrides.
+fn offline_config(args: &DoctorArgs) -> Result<(LogConfig, DoctorSettings), DoctorError> {
+    let mut props = match &args.config {
+        Some(p) => read_properties(p)?,
+        None => BTreeMap::new(),
+    };
+    props.extend(key_values(&args.overrides)?);
+    let base = LogConfig::from_broker_properties(&props)?;
+    let cfg = LogConfig::with_overrides(&base, &key_values(&args.topic_configs)?)?;
+    let mut settings = DoctorSettings::default();
+    let num = |k: &str| props.get(k).and_then(|v| v.parse::<i64>().ok());
+    if let Some(v) = num("log.retention.check.interval.ms") {
+        settings.retention_check_interval_ms = v;
+    }
+    if let Some(v) = num("num.recovery.threads.per.data.dir") {
+        settings.recovery_threads = v.max(1) as usize;
+    }
+    if let Some(v) = num("log.cleaner.threads") {
+        settings.cleaner_threads = v.max(0) as usize;
+    }
+    Ok((cfg, settings))
+}
+
+/// The configs findings mention, for the report header.
+const SHOWN: &[&str] = &[
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "segment.bytes",
+    "segment.ms",
+    "segment.jitter.ms",
+    "segment.index.bytes",
+    "index.interval.bytes",
+    "file.delete.delay.ms",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
+    "message.timestamp.type",
+];
+
+fn report_for(
+    facts: &PartitionFacts,
+    cfg: &LogConfig,
+    s: &DoctorSettings,
+    now: i64,
+) -> PartitionReport {
+    PartitionReport {
+        dir: facts.dir.clone(),
+        topic: facts.tp.topic.clone(),
+        partition: facts.tp.partition,
+        segments: facts.segments.len(),
+        bytes: facts.size(),
+        log_start_offset: facts.log_start_offset.0,
+        log_end_offset: facts.log_end_offset.0,
+        high_watermark: facts.high_watermark.unwrap_or(facts.log_end_offset).0,
+        high_watermark_assumed: facts.high_watermark.is_none(),
+        findings: diagnose(facts, cfg, s, now),
+    }
+}
+
+/// Examine `args.paths`.
+///
+/// # Errors
+/// Bad arguments, unreadable directories, a broker that does not answer.
+pub fn examine(args: &DoctorArgs) -> Result<Report, DoctorError> {
+    let now = args.now_ms.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+    });
+    let (mut cfg, mut settings) = offline_config(args)?;
+    let mut source = ConfigSource::Offline;
+    if let (Some(server), Some(topic)) = (&args.bootstrap_server, &args.topic) {
+        let remote = remote::describe_topic_configs(server, topic)?;
+        cfg = LogConfig::with_overrides(&LogConfig::default(), &remote.topic)?;
+        if let Some(v) = remote.retention_check_interval_ms {
+            settings.retention_check_interval_ms = v;
+        }
+        source = ConfigSource::Broker {
+            bootstrap_server: server.clone(),
+        };
+    }
+    settings.read_bytes_per_sec = args.read_rate_mib.max(1) << 20;
+    let compact = cfg.cleanup_policy.compact;
+    let mut partitions = Vec::new();
+    for path in &args.paths {
+        let dirs = if scan::is_partition_dir(path) {
+            vec![path.clone()]
+        } else {
+            let d = partition_dirs(path).map_err(ScanError::from)?;
+            if d.is_empty() {
+                return Err(DoctorError::NothingToExamine { path: path.clone() });
+            }
+            d
+        };
+        for dir in dirs {
+            let facts = scan_partition(&dir, compact)?;
+            let tp = TopicPartition::new(facts.tp.topic.clone(), facts.tp.partition);
+            if args.topic.as_ref().is_some_and(|t| *t != tp.topic) {
+                continue;
+            }
+            partitions.push(report_for(&facts, &cfg, &settings, now));
+        }
+    }
+    Ok(Report {
+        now_ms: now,
+        config_source: source,
+        effective_config: SHOWN
+            .iter()
+            .filter_map(|k| cfg.get_as_string(k).map(|v| (*k, v)))
+            .collect(),
+        settings,
+        partitions,
+    })
+}
+
+fn print_text(r: &Report) {
+    println!("as of {} ms; config: {:?}", r.now_ms, r.config_source);
+    for p in &r.partitions {
+        println!(
+            "\n{}-{} ({}): {} segment(s), {}, offsets {}..{} (log start {}, high watermark {}{})",
+            p.topic,
+            p.partition,
+            p.dir.display(),
+            p.segments,
+            human_bytes(p.bytes),
+            p.log_start_offset,
+            p.log_end_offset,
+            p.log_start_offset,
+            p.high_watermark,
+            if p.high_watermark_assumed {
+                ", assumed = log end"
+            } else {
+                ""
+            }
+        );
+        for f in &p.findings {
+            let sev = match f.severity {
+                Severity::Info => "info",
+                Severity::Warning => "WARN",
+            };
+            let name = |v: &dyn erased::Named| v.name();
+            println!(
+                "  [{sev}] {} / {}: {}",
+                name(&f.symptom),
+                name(&f.cause),
+                f.message
+            );
+            if !f.settings.is_empty() {
+                println!("      change: {}", f.settings.join(", "));
+            }
+        }
+    }
+}
+
+/// snake_case names of the serde enums, for text output.
+mod erased {
+    pub trait Named {
+        fn name(&self) -> String;
+    }
+    impl<T: serde::Serialize> Named for T {
+        fn name(&self) -> String {
+            serde_json::to_value(self)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        }
+    }
+}
+
+/// Run `strata log doctor`; returns the exit code.
+pub fn run(args: &DoctorArgs) -> u8 {
+    match examine(args) {
+        Ok(report) => {
+            if args.json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => {
+                        eprintln!("strata log doctor: {e}");
+                        return EXIT_USAGE_OR_IO;
+                    }
+                }
+            } else {
+                print_text(&report);
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("strata log doctor: {e}");
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                eprintln!("  caused by: {s}");
+                source = s.source();
+            }
+            EXIT_USAGE_OR_IO
+        }
+    }
+}
