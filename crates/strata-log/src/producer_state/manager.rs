@@ -16,6 +16,7 @@ use crate::types::{Offset, ProducerId, TopicPartition};
 use super::append::{AppendOrigin, ProducerAppendInfo, ProducerUpdates};
 use super::entry::{BatchMetadata, CompletedTxn, ProducerStateEntry, TxnMetadata};
 use super::error::ProducerStateError;
+use super::hash::ProducerIdHasher;
 use super::snapshot::{read_snapshot, write_snapshot, ProducerSnapshotEntry};
 
 /// Kafka's default `producer.id.expiration.ms` (one day).
@@ -27,7 +28,7 @@ pub struct ProducerStateManager {
     dir: PathBuf,
     tp: TopicPartition,
     producer_id_expiration_ms: i64,
-    producers: HashMap<ProducerId, ProducerStateEntry>,
+    producers: HashMap<ProducerId, ProducerStateEntry, ProducerIdHasher>,
     /// Open transactions by first offset.
     ongoing_txns: BTreeMap<Offset, TxnMetadata>,
     /// Completed transactions whose marker is not yet below the high watermark.
@@ -54,7 +55,7 @@ impl ProducerStateManager {
             dir: dir.to_path_buf(),
             tp,
             producer_id_expiration_ms,
-            producers: HashMap::new(),
+            producers: HashMap::with_hasher(ProducerIdHasher::new()),
             ongoing_txns: BTreeMap::new(),
             unreplicated_txns: BTreeMap::new(),
             snapshots: list_snapshot_files(dir)?,

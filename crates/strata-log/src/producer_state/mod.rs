@@ -31,10 +31,12 @@
 //! - `snapshot`: the `.snapshot` file format.
 //! - `manager`: [`ProducerStateManager`].
 //! - `rebuild`: loading state from snapshots and segments.
+//! - `hash`: the keyed hash of the producer table.
 
 mod append;
 mod entry;
 mod error;
+mod hash;
 mod manager;
 mod rebuild;
 mod snapshot;
