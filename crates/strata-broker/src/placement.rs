@@ -101,25 +101,23 @@ fn rack_unaware(
     partitions: i32,
     rf: i16,
     start_index: usize,
-    mut shift: usize,
+    base_shift: usize,
     start_partition: i32,
 ) -> Vec<Vec<i32>> {
     let n = ids.len();
-    let mut out = Vec::with_capacity(partitions as usize);
-    let mut pid = start_partition.max(0) as usize;
-    for _ in 0..partitions {
-        if pid > 0 && pid % n == 0 {
-            shift += 1;
-        }
-        let first = (pid + start_index) % n;
-        let mut replicas = vec![ids[first]];
-        for j in 0..(rf as usize - 1) {
-            replicas.push(ids[replica_index(first, shift, j, n)]);
-        }
-        out.push(replicas);
-        pid += 1;
-    }
-    out
+    let first_pid = start_partition.max(0) as usize;
+    (first_pid..first_pid + partitions as usize)
+        .map(|pid| {
+            // Kafka bumps the shift each time the partition id passes a multiple of n.
+            let shift = base_shift + pid / n - first_pid / n;
+            let first = (pid + start_index) % n;
+            let mut replicas = vec![ids[first]];
+            for j in 0..(rf as usize - 1) {
+                replicas.push(ids[replica_index(first, shift, j, n)]);
+            }
+            replicas
+        })
+        .collect()
 }
 
 /// Brokers ordered so that consecutive entries come from different racks
@@ -147,18 +145,16 @@ fn rack_aware(
     partitions: i32,
     rf: i16,
     start_index: usize,
-    mut shift: usize,
+    base_shift: usize,
     start_partition: i32,
 ) -> Vec<Vec<i32>> {
     let arranged = rack_alternated(racks);
     let n = arranged.len();
     let num_racks = racks.values().collect::<BTreeSet<_>>().len();
     let mut out = Vec::with_capacity(partitions as usize);
-    let mut pid = start_partition.max(0) as usize;
-    for _ in 0..partitions {
-        if pid > 0 && pid % n == 0 {
-            shift += 1;
-        }
+    let first_pid = start_partition.max(0) as usize;
+    for pid in first_pid..first_pid + partitions as usize {
+        let shift = base_shift + pid / n - first_pid / n;
         let first = (pid + start_index) % n;
         let leader = arranged[first];
         let mut replicas = vec![leader];
@@ -181,7 +177,6 @@ fn rack_aware(
             }
         }
         out.push(replicas);
-        pid += 1;
     }
     out
 }

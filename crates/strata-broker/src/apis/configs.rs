@@ -90,9 +90,14 @@ fn topic_entry(
         .first()
         .map(|s| s.2)
         .unwrap_or(source::DEFAULT_CONFIG);
-    let value = effective
-        .get_as_string(def.name)
-        .unwrap_or_else(|| def.default.to_string());
+    // An override is shown as the user wrote it (Kafka keeps the string);
+    // otherwise the effective value as Kafka prints it.
+    let value = match info.configs.get(def.name) {
+        Some(v) => v.clone(),
+        None => effective
+            .get_as_string(def.name)
+            .unwrap_or_else(|| def.default.to_string()),
+    };
     ConfigEntry {
         name: def.name.to_string(),
         value: Some(value),
@@ -216,35 +221,40 @@ pub(crate) fn broker_entries(broker: &Broker) -> Vec<ConfigEntry> {
             doc: "Rack of the broker.",
         });
     }
+    // Every broker synonym of every topic config: set ones are static broker
+    // configs; the unit-1 synonym otherwise shows the effective default, other
+    // unit synonyms (log.retention.hours, ...) show no value, as in Kafka.
     for def in LogConfig::definitions() {
-        let Some((name, factor)) = def.synonyms.first() else {
-            continue;
-        };
-        if out.iter().any(|e| e.name == *name) {
-            continue;
+        for (i, (name, factor)) in def.synonyms.iter().enumerate() {
+            if out.iter().any(|e| e.name == *name) {
+                continue;
+            }
+            let (value, source) = match c.properties.get(*name) {
+                Some(v) => (Some(v.clone()), source::STATIC_BROKER_CONFIG),
+                None if *factor == 1
+                    && (i == 0 || def.synonyms[..i].iter().all(|(_, f)| *f != 1)) =>
+                {
+                    (
+                        Some(
+                            c.log_config
+                                .get_as_string(def.name)
+                                .unwrap_or_else(|| def.default.to_string()),
+                        ),
+                        source::DEFAULT_CONFIG,
+                    )
+                }
+                None => (None, source::DEFAULT_CONFIG),
+            };
+            out.push(ConfigEntry {
+                name: name.to_string(),
+                value: value.clone(),
+                source,
+                read_only: false,
+                synonyms: vec![(name.to_string(), value, source)],
+                config_type: config_type(def.kind),
+                doc: def.doc,
+            });
         }
-        let (value, source) = match c.properties.get(*name) {
-            Some(v) => (v.clone(), source::STATIC_BROKER_CONFIG),
-            None if *factor == 1 => (
-                c.log_config
-                    .get_as_string(def.name)
-                    .unwrap_or_else(|| def.default.to_string()),
-                source::DEFAULT_CONFIG,
-            ),
-            // A unit synonym (log.roll.hours ...) without a value: show the
-            // topic-unit effective value under the topic's own broker name
-            // only when that name is the first synonym, otherwise skip.
-            None => continue,
-        };
-        out.push(ConfigEntry {
-            name: name.to_string(),
-            value: Some(value.clone()),
-            source,
-            read_only: false,
-            synonyms: vec![(name.to_string(), Some(value), source)],
-            config_type: config_type(def.kind),
-            doc: def.doc,
-        });
     }
     out
 }

@@ -83,7 +83,10 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> Lis
                 Ok((timestamp, offset, epoch)) => {
                     p.timestamp = timestamp;
                     p.offset = offset;
-                    p.leader_epoch = epoch;
+                    // leader_epoch exists from v4 and is not ignorable below.
+                    if ctx.version >= 4 {
+                        p.leader_epoch = epoch;
+                    }
                 }
                 Err(e) => p.error_code = e.code(),
             }

@@ -292,6 +292,7 @@ mod tests {
         p1.high_watermark = -1;
         p1.last_stable_offset = -1;
         p1.log_start_offset = -1;
+        p1.aborted_transactions = None;
         p1.records = Some(Bytes::new());
         t.partitions = vec![p0, p1];
         resp.responses = vec![t];
