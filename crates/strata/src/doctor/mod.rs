@@ -61,9 +61,10 @@ pub struct DoctorArgs {
     /// The topic whose configs `--bootstrap-server` describes.
     #[arg(long, value_name = "TOPIC", requires = "bootstrap_server")]
     topic: Option<String>,
-    /// Read rate assumed for recovery and catch-up estimates, MiB/s.
-    #[arg(long, value_name = "MIB_PER_SEC", default_value_t = 200)]
-    read_rate_mib: u64,
+    /// Read rate assumed for recovery and catch-up estimates, KiB/s
+    /// (default 200 MiB/s).
+    #[arg(long, value_name = "KIB_PER_SEC", default_value_t = 204_800)]
+    read_rate_kib: u64,
     /// Evaluate as of this time (ms since the epoch) instead of now.
     #[arg(long, value_name = "MS", hide = true)]
     now_ms: Option<i64>,
@@ -239,7 +240,7 @@ pub fn examine(args: &DoctorArgs) -> Result<Report, DoctorError> {
             bootstrap_server: server.clone(),
         };
     }
-    settings.read_bytes_per_sec = args.read_rate_mib.max(1) << 20;
+    settings.read_bytes_per_sec = args.read_rate_kib.max(1) << 10;
     let compact = cfg.cleanup_policy.compact;
     let mut partitions = Vec::new();
     for path in &args.paths {

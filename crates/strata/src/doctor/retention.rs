@@ -4,7 +4,7 @@
 //! and until when.
 
 use strata_log::retention::{
-    decide, LogSnapshot, RetentionPolicy, SegmentSnapshot, TimestampSource,
+    decide, DeletionReason, LogSnapshot, RetentionPolicy, SegmentSnapshot, TimestampSource,
 };
 use strata_log::{LogConfig, Timestamp};
 
@@ -50,10 +50,14 @@ pub fn diagnose(
     let decision = decide(&snap, &policy, now);
     let check = settings.retention_check_interval_ms;
     if !decision.is_empty() {
-        let reasons: Vec<String> = decision
+        let reasons: Vec<&str> = decision
             .deletions
             .iter()
-            .map(|d| format!("{:?}", d.reason))
+            .map(|d| match d.reason {
+                DeletionReason::LogStartOffsetBreach => "below the log start offset",
+                DeletionReason::RetentionSize => "retention.bytes",
+                DeletionReason::RetentionMs => "retention.ms",
+            })
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -87,7 +91,11 @@ pub fn diagnose(
                 },
                 msg,
             )
-            .settings(&["log.retention.check.interval.ms"])
+            .settings(&[
+                "log.retention.check.interval.ms",
+                "retention.ms",
+                "retention.bytes",
+            ])
             .num("segments", decision.deletions.len())
             .num("bytes", decision.bytes())
             .num(

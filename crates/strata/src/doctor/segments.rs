@@ -193,7 +193,7 @@ fn index_fill(facts: &PartitionFacts, cfg: &LogConfig, out: &mut Vec<Finding>) {
     let (op, tp) = (pct(oe, om), pct(te, tm));
     // Projected entries at segment.bytes: one per index.interval.bytes, or
     // per batch when batches are larger.
-    let avg_batch = if a.batches > 0 { a.size / a.batches } else { 0 };
+    let avg_batch = a.size.checked_div(a.batches).unwrap_or(0);
     let per_entry = (cfg.index_interval_bytes.max(1) as u64)
         .max(avg_batch)
         .max(1);
