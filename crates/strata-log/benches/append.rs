@@ -1,0 +1,146 @@
+//! Append throughput vs a plain buffered sequential write of the same bytes
+//! (baseline measured in the same run). `cargo bench -p strata-log --bench append`.
+//! `STRATA_BENCH_MB` sets the bytes per case (default 256).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use strata_log::batch::BatchBuilder;
+use strata_log::{
+    DirHealth, LeaderEpoch, LoadParams, Log, LogConfig, Offset, SystemClock, Timestamp,
+};
+
+/// A client batch of ~16 KiB with `record` byte values.
+fn client_batch(record: usize) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Offset(0));
+    let value = vec![b'v'; record];
+    let now = SystemClock::shared().now_ms();
+    while b.uncompressed_size() + record + 16 < 16 * 1024 {
+        b.append(Timestamp(now), Some(b"key-0001"), Some(&value), &[]);
+    }
+    b.build()
+}
+
+fn mb_per_case() -> usize {
+    std::env::var("STRATA_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
+fn baseline(dir: &Path, batch: &[u8], total: usize) -> Duration {
+    let path = dir.join("plain.bin");
+    let start = Instant::now();
+    let mut w = BufWriter::with_capacity(64 * 1024, File::create(&path).unwrap());
+    let mut written = 0;
+    while written < total {
+        w.write_all(batch).unwrap();
+        written += batch.len();
+    }
+    w.flush().unwrap();
+    let t = start.elapsed();
+    std::fs::remove_file(path).unwrap();
+    t
+}
+
+fn open_log(dir: &Path, name: &str) -> std::sync::Arc<Log> {
+    Log::open(
+        &dir.join(name),
+        LogConfig::default(),
+        LoadParams::default(),
+        SystemClock::shared(),
+        DirHealth::new(dir),
+    )
+    .unwrap()
+}
+
+fn leader(dir: &Path, batch: &[u8], total: usize) -> Duration {
+    let log = open_log(dir, "leader-0");
+    let mut buf = batch.to_vec();
+    let start = Instant::now();
+    let mut written = 0;
+    while written < total {
+        buf.copy_from_slice(batch);
+        log.append_as_leader(&mut buf, LeaderEpoch(0)).unwrap();
+        written += batch.len();
+    }
+    let t = start.elapsed();
+    log.close().unwrap();
+    std::fs::remove_dir_all(dir.join("leader-0")).unwrap();
+    t
+}
+
+fn follower(dir: &Path, batch: &[u8], total: usize) -> Duration {
+    let log = open_log(dir, "follower-0");
+    let mut buf = batch.to_vec();
+    let count = strata_log::batch::BatchView::parse(batch)
+        .unwrap()
+        .records_count() as i64;
+    let start = Instant::now();
+    let mut written = 0;
+    let mut next = 0i64;
+    while written < total {
+        buf[..8].copy_from_slice(&next.to_be_bytes());
+        log.append_as_follower(&buf).unwrap();
+        next += count;
+        written += batch.len();
+    }
+    let t = start.elapsed();
+    log.close().unwrap();
+    std::fs::remove_dir_all(dir.join("follower-0")).unwrap();
+    t
+}
+
+fn mbps(bytes: usize, t: Duration) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0) / t.as_secs_f64()
+}
+
+use strata_log::Clock;
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(
+        std::env::var("STRATA_BENCH_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|_| std::env::temp_dir()),
+    )
+    .unwrap();
+    let total = mb_per_case() * 1024 * 1024;
+    println!(
+        "append throughput, {} MiB per case, ~16 KiB batches, page cache (no fsync)",
+        total >> 20
+    );
+    println!(
+        "{:<10} {:>12} {:>14} {:>14} {:>10} {:>10}",
+        "record", "plain MiB/s", "leader MiB/s", "follower MiB/s", "leader %", "follow %"
+    );
+    for record in [100usize, 1024] {
+        let batch = client_batch(record);
+        // Warm up the page cache and allocator once.
+        baseline(tmp.path(), &batch, total / 8);
+        let mut best = [Duration::MAX; 3];
+        for _ in 0..3 {
+            best[0] = best[0].min(baseline(tmp.path(), &batch, total));
+            best[1] = best[1].min(leader(tmp.path(), &batch, total));
+            best[2] = best[2].min(follower(tmp.path(), &batch, total));
+        }
+        let (p, l, f) = (
+            mbps(total, best[0]),
+            mbps(total, best[1]),
+            mbps(total, best[2]),
+        );
+        println!(
+            "{:<10} {:>12.0} {:>14.0} {:>14.0} {:>9.0}% {:>9.0}%",
+            format!("{record} B"),
+            p,
+            l,
+            f,
+            100.0 * l / p,
+            100.0 * f / p
+        );
+    }
+}
