@@ -24,9 +24,11 @@
 //! - [`manager`]: log directories, partitions, checkpoints, shutdown ([`LogManager`]).
 //! - [`producer_state`]: idempotent/transactional producer state and `.snapshot` files.
 //! - [`retention`]: which segments retention deletes and why, and its schedule.
+//! - [`cleaner`]: log compaction (`cleanup.policy=compact`), Kafka's log cleaner.
 
 pub mod batch;
 pub mod checkpoint;
+pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod error;

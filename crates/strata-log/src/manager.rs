@@ -106,6 +106,8 @@ pub struct LogManager {
     shut_down: AtomicBool,
     /// Retention timing (`log.retention.check.interval.ms`), see `retention`.
     pub(crate) retention: crate::retention::RetentionSchedule,
+    /// The log cleaner (compaction), see `cleaner`.
+    pub(crate) cleaner: crate::cleaner::LogCleaner,
 }
 
 impl std::fmt::Debug for LogManager {
@@ -246,6 +248,7 @@ impl LogManager {
         let now = clock.now_ms();
         Ok(Arc::new(LogManager {
             config,
+            cleaner: crate::cleaner::LogCleaner::new(Default::default(), clock.clone()),
             clock,
             dirs,
             logs: RwLock::new(logs),
@@ -599,6 +602,7 @@ impl LogManager {
         if slot.is_some() {
             return;
         }
+        self.cleaner.start(self);
         let me = Arc::downgrade(self);
         let stop = self.stop.clone();
         let handle = std::thread::Builder::new()
@@ -641,6 +645,7 @@ impl LogManager {
             *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
             cv.notify_all();
         }
+        self.cleaner.shutdown();
         if let Some(h) = self
             .background
             .lock()

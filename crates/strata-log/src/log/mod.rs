@@ -19,6 +19,7 @@
 //! reader that sees an offset also sees its bytes.
 
 mod append;
+mod compaction;
 mod read;
 mod retention;
 mod roll;

@@ -1,0 +1,668 @@
+//! One cleaner worker (Kafka `Cleaner`): build the offset map over the
+//! dirty section, then recopy the log below its end group by group into
+//! `.cleaned` segments and swap them in (§11.4, §11.7, §11.8).
+//!
+//! When the dirty keys do not fit the map, a pass cleans up to where the map
+//! filled and the next pass continues from there (up to
+//! `strata.log.cleaner.max.passes` per cleaning); the checkpoint is written
+//! after every pass, so a crash loses at most one pass of work.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::checkpoint::CleanerCheckpoints;
+use super::filter::{control_type, filter_chunk, FilterContext, FilterFault, LastRecord};
+use super::offset_map::OffsetMap;
+use super::policy::{cleanable, group_segments_by_size, CompactionSettings, SegmentFacts};
+use super::producers::active_producers;
+use super::snapshot::{cleaner_snapshot, mtime_ms};
+use super::throttle::Throttler;
+use super::txn::{collect_aborted, CleanedTxnMetadata};
+use super::{AbortReason, CleanerConfig, CleanerError, CleanerHooks, FileOp, NoHooks};
+use crate::batch::{BatchScanner, BatchView, MAGIC_V2};
+use crate::clock::SharedClock;
+use crate::error::LogError;
+use crate::format::{self, CLEANED_SUFFIX};
+use crate::index::TransactionIndex;
+use crate::log::{segment_config, Log};
+use crate::segment::Segment;
+use crate::types::{Offset, ProducerId, TopicPartition};
+
+/// Counters of one cleaning (Kafka `CleanerStats`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CleanStats {
+    pub passes: usize,
+    pub map_messages_read: u64,
+    pub map_bytes_read: u64,
+    pub messages_read: u64,
+    pub bytes_read: u64,
+    pub messages_written: u64,
+    pub bytes_written: u64,
+    pub invalid_records: u64,
+    pub groups: usize,
+    /// Map entries / slots at the end of the last pass.
+    pub map_utilization: f64,
+}
+
+/// What one cleaning did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CleanOutcome {
+    pub tp: TopicPartition,
+    pub first_dirty_offset: Offset,
+    /// The new first dirty offset (written to the checkpoint).
+    pub end_offset: Offset,
+    pub first_uncleanable_offset: Offset,
+    pub size_before: u64,
+    pub size_after: u64,
+    pub stats: CleanStats,
+}
+
+impl CleanOutcome {
+    pub fn bytes_reclaimed(&self) -> u64 {
+        self.size_before.saturating_sub(self.size_after)
+    }
+}
+
+/// One cleaner thread's worker: its offset map, read buffer and throttler.
+pub struct Cleaner {
+    clock: SharedClock,
+    map: OffsetMap,
+    max_desired: usize,
+    io_buffer: usize,
+    max_buffer: usize,
+    max_passes: usize,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    throttler: Throttler,
+    hooks: Arc<dyn CleanerHooks>,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Cleaner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cleaner").field("map", &self.map).finish()
+    }
+}
+
+fn read_chunk(file: &std::fs::File, pos: u64, end: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+    let want = (end - pos).min(buf.len() as u64) as usize;
+    file.read_exact_at(&mut buf[..want], pos)?;
+    Ok(want)
+}
+
+impl Cleaner {
+    /// A worker with a map of `cfg.map_memory_per_thread()` bytes.
+    ///
+    /// # Errors
+    /// [`CleanerError::MapTooSmall`] when `slots * load factor <= 1`.
+    pub fn new(cfg: &CleanerConfig, clock: SharedClock) -> Result<Cleaner, CleanerError> {
+        let map = OffsetMap::new(cfg.map_memory_per_thread());
+        let desired = map.slots() as f64 * cfg.io_buffer_load_factor;
+        if desired <= 1.0 {
+            return Err(CleanerError::MapTooSmall {
+                slots: map.slots(),
+                load_factor: cfg.io_buffer_load_factor,
+            });
+        }
+        let io_buffer = cfg.io_buffer_per_thread();
+        Ok(Cleaner {
+            throttler: Throttler::new(
+                cfg.io_max_bytes_per_second,
+                clock.clone(),
+                Throttler::thread_sleeper(),
+            ),
+            clock,
+            max_desired: desired as usize,
+            map,
+            io_buffer,
+            max_buffer: cfg.max_message_bytes.max(io_buffer),
+            max_passes: cfg.max_passes.max(1),
+            buf: vec![0; io_buffer],
+            out: Vec::with_capacity(io_buffer),
+            hooks: Arc::new(NoHooks),
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Replace the fault-injection hooks.
+    pub fn with_hooks(mut self, hooks: Arc<dyn CleanerHooks>) -> Cleaner {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Replace the throttler (tests inject a mock sleeper).
+    pub fn with_throttler(mut self, throttler: Throttler) -> Cleaner {
+        self.throttler = throttler;
+        self
+    }
+
+    /// Share a stop flag: when set, the cleaning in progress aborts.
+    pub fn with_stop_flag(mut self, stop: Arc<AtomicBool>) -> Cleaner {
+        self.stop = stop;
+        self
+    }
+
+    /// The worker's dedupe map (memory and utilisation for metrics).
+    pub fn offset_map(&self) -> &OffsetMap {
+        &self.map
+    }
+
+    /// Keys one pass can map (`slots * load factor`).
+    pub fn map_capacity(&self) -> usize {
+        self.max_desired
+    }
+
+    pub fn throttler(&self) -> &Throttler {
+        &self.throttler
+    }
+
+    fn check_done(&self, tp: &TopicPartition) -> Result<(), CleanerError> {
+        if self.stop.load(Ordering::Acquire) {
+            return Err(CleanerError::Aborted {
+                tp: tp.clone(),
+                reason: AbortReason::Shutdown,
+            });
+        }
+        Ok(())
+    }
+
+    /// Clean `log` from its checkpoint (or log start) up to its first
+    /// uncleanable offset, whatever its dirty ratio, in as many passes as
+    /// the map needs (bounded by `max_passes`).
+    ///
+    /// # Errors
+    /// [`CleanerError`]; nothing is lost on error (unfinished `.cleaned`
+    /// files are removed; the checkpoint only moves after a full pass).
+    pub fn clean(&mut self, log: &Log) -> Result<CleanOutcome, CleanerError> {
+        let tp = log.topic_partition().clone();
+        let ckpt = CleanerCheckpoints::for_partition_dir(&log.dir());
+        let checkpoint = ckpt.get(&tp)?;
+        let snap = cleaner_snapshot(log, checkpoint).map_err(|e| CleanerError::log(&tp, e))?;
+        let settings = CompactionSettings::of(&log.config());
+        let c = cleanable(&snap, &settings, self.clock.now_ms());
+        if c.checkpoint_reset {
+            ckpt.update(&tp, Some(c.first_dirty_offset), self.hooks.as_ref())?;
+        }
+        self.clean_range(log, c.first_dirty_offset, c.first_uncleanable_offset)
+    }
+
+    /// Clean `[first_dirty, first_uncleanable)` of `log` (the caller chose
+    /// the range with [`super::cleanable`]).
+    ///
+    /// # Errors
+    /// As [`Self::clean`].
+    pub fn clean_range(
+        &mut self,
+        log: &Log,
+        first_dirty: Offset,
+        first_uncleanable: Offset,
+    ) -> Result<CleanOutcome, CleanerError> {
+        let tp = log.topic_partition().clone();
+        let ckpt = CleanerCheckpoints::for_partition_dir(&log.dir());
+        let size_before = log.size_in_bytes();
+        let mut stats = CleanStats::default();
+        let mut dirty = first_dirty;
+        while dirty < first_uncleanable && stats.passes < self.max_passes {
+            let end = self.clean_pass(log, dirty, first_uncleanable, &mut stats)?;
+            ckpt.update(&tp, Some(end), self.hooks.as_ref())?;
+            stats.passes += 1;
+            if end <= dirty {
+                break;
+            }
+            dirty = end;
+        }
+        Ok(CleanOutcome {
+            tp,
+            first_dirty_offset: first_dirty,
+            end_offset: dirty,
+            first_uncleanable_offset: first_uncleanable,
+            size_before,
+            size_after: log.size_in_bytes(),
+            stats,
+        })
+    }
+
+    /// One pass (Kafka `doClean`): returns the new first dirty offset.
+    fn clean_pass(
+        &mut self,
+        log: &Log,
+        first_dirty: Offset,
+        upper: Offset,
+        stats: &mut CleanStats,
+    ) -> Result<Offset, CleanerError> {
+        let tp = log.topic_partition().clone();
+        let lerr = |e: LogError| CleanerError::log(&tp, e);
+        let cfg = log.config();
+        let now = self.clock.now_ms();
+        let dir = log.dir();
+        let segs = log.snapshot();
+        let txn_paths: Vec<(Offset, PathBuf)> = segs
+            .iter()
+            .map(|s| (s.base_offset(), format::txn_index_file(&dir, s.base_offset(), "")))
+            .collect();
+        let legacy_horizon = match segs.iter().rev().find(|s| s.base_offset() < first_dirty) {
+            Some(s) => mtime_ms(s).map_err(lerr)? - cfg.delete_retention_ms,
+            None => 0,
+        };
+        self.build_offset_map(&tp, &segs, first_dirty, upper, &txn_paths, stats)?;
+        let end = self.map.latest_offset().plus(1);
+        stats.map_utilization = self.map.utilization();
+        let to_clean: Vec<Arc<Segment>> = segs[..segs.len() - 1]
+            .iter()
+            .filter(|s| s.base_offset() < end)
+            .cloned()
+            .collect();
+        let mut facts = Vec::with_capacity(to_clean.len());
+        for s in &to_clean {
+            let (oe, _, te, _) = s.index_fill().map_err(lerr)?;
+            facts.push(SegmentFacts {
+                base_offset: s.base_offset(),
+                size: s.size(),
+                largest_timestamp: crate::types::Timestamp::NONE,
+                first_batch_timestamp: crate::types::Timestamp::NONE,
+                offset_index_entries: oe,
+                time_index_entries: te,
+            });
+        }
+        let groups = group_segments_by_size(
+            &facts,
+            cfg.segment_bytes.max(0) as u64,
+            cfg.segment_index_bytes.max(0) as u64,
+            upper,
+        );
+        let producers = active_producers(&segs).map_err(lerr)?;
+        let mut txn = CleanedTxnMetadata::new();
+        let mut pass = PassContext {
+            log,
+            cfg: &cfg,
+            dir: &dir,
+            txn_paths: &txn_paths,
+            producers: &producers,
+            upper,
+            now,
+            legacy_horizon,
+        };
+        for g in groups {
+            self.clean_group(&mut pass, &to_clean[g], &mut txn, stats)?;
+            stats.groups += 1;
+        }
+        Ok(end)
+    }
+
+    /// Kafka `buildOffsetMap` (§11.4).
+    fn build_offset_map(
+        &mut self,
+        tp: &TopicPartition,
+        segs: &[Arc<Segment>],
+        start: Offset,
+        end: Offset,
+        txn_paths: &[(Offset, PathBuf)],
+        stats: &mut CleanStats,
+    ) -> Result<(), CleanerError> {
+        self.map.clear();
+        let from = segs.iter().rposition(|s| s.base_offset() <= start).unwrap_or(0);
+        let dirty: Vec<&Arc<Segment>> = segs[from..]
+            .iter()
+            .take_while(|s| s.base_offset() < end)
+            .collect();
+        let mut txn = CleanedTxnMetadata::new();
+        txn.add_aborted(aborted(txn_paths, start, end)?);
+        for (i, seg) in dirty.iter().enumerate() {
+            let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset());
+            if self.map_segment(tp, seg, start, next_start, &mut txn, stats)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Map one segment; true when the map filled (mid-segment is fine).
+    fn map_segment(
+        &mut self,
+        tp: &TopicPartition,
+        seg: &Segment,
+        start: Offset,
+        next_start: Offset,
+        txn: &mut CleanedTxnMetadata,
+        stats: &mut CleanStats,
+    ) -> Result<bool, CleanerError> {
+        let lerr = |e: LogError| CleanerError::log(tp, e);
+        let size = seg.size();
+        let mut pos = seg
+            .translate_offset(start, 0)
+            .map_err(lerr)?
+            .map_or(size, |p| p.position);
+        let mut scratch = Vec::new();
+        while pos < size {
+            self.check_done(tp)?;
+            let n = read_chunk(seg.file(), pos, size, &mut self.buf)
+                .map_err(|e| lerr(LogError::io(seg.log_path(), "read segment", e)))?;
+            self.throttler.maybe_throttle(n as u64);
+            let mut consumed = 0;
+            let corrupt = |at: usize, source| CleanerError::CorruptBatch {
+                path: seg.log_path(),
+                position: pos + at as u64,
+                source,
+            };
+            for item in BatchScanner::new(&self.buf[..n]) {
+                let (at, prefix) = item.map_err(|e| corrupt(consumed, e))?;
+                consumed = at + prefix.total_size();
+                if prefix.magic < MAGIC_V2 {
+                    let s = crate::segment::BatchSummary::of(0, &prefix, &self.buf[at..consumed]);
+                    if s.last_offset >= start {
+                        self.map.update_latest_offset(s.last_offset);
+                    }
+                    continue;
+                }
+                let b = BatchView::parse(&self.buf[at..consumed]).map_err(|e| corrupt(at, e))?;
+                if b.is_control() {
+                    let t = control_type(&b, &mut scratch).map_err(|e| corrupt(at, e))?;
+                    txn.on_control_batch_read(&b, t);
+                    stats.map_messages_read += 1;
+                } else if txn.on_batch_read(&b) {
+                    stats.map_messages_read += b.records_count().max(0) as u64;
+                } else {
+                    for r in b.record_iter(&mut scratch).map_err(|e| corrupt(at, e))? {
+                        let r = r.map_err(|e| corrupt(at, e))?;
+                        if let Some(key) = r.key {
+                            if r.offset >= start {
+                                if self.map.len() >= self.max_desired {
+                                    return Ok(true);
+                                }
+                                self.map
+                                    .put(key, r.offset)
+                                    .expect("the load factor keeps free slots");
+                            }
+                        }
+                        stats.map_messages_read += 1;
+                    }
+                }
+                if b.last_offset() >= start {
+                    self.map.update_latest_offset(b.last_offset());
+                }
+            }
+            stats.map_bytes_read += consumed as u64;
+            if consumed == 0 {
+                if !self.grow(tp, seg, pos, size)? {
+                    break;
+                }
+                continue;
+            }
+            pos += consumed as u64;
+        }
+        self.map.update_latest_offset(Offset(next_start.0 - 1));
+        self.restore_buffer();
+        Ok(false)
+    }
+
+    /// Double the read buffer for a batch that does not fit; false when the
+    /// rest of the file is a partial batch (nothing more to read).
+    fn grow(
+        &mut self,
+        tp: &TopicPartition,
+        seg: &Segment,
+        pos: u64,
+        size: u64,
+    ) -> Result<bool, CleanerError> {
+        let _ = tp;
+        if self.buf.len() as u64 >= size - pos {
+            return Ok(false);
+        }
+        if self.buf.len() >= self.max_buffer {
+            return Err(CleanerError::BatchTooLarge {
+                path: seg.log_path(),
+                position: pos,
+                limit: self.max_buffer,
+            });
+        }
+        let n = (self.buf.len() * 2).min(self.max_buffer);
+        self.buf.resize(n, 0);
+        Ok(true)
+    }
+
+    fn restore_buffer(&mut self) {
+        if self.buf.len() > self.io_buffer {
+            self.buf = vec![0; self.io_buffer];
+        }
+    }
+
+    /// Kafka `cleanSegments`: clean `group` into one `.cleaned` segment and
+    /// swap it in.
+    fn clean_group(
+        &mut self,
+        pass: &mut PassContext<'_>,
+        group: &[Arc<Segment>],
+        txn: &mut CleanedTxnMetadata,
+        stats: &mut CleanStats,
+    ) -> Result<(), CleanerError> {
+        let tp = pass.log.topic_partition().clone();
+        let lerr = |e: LogError| CleanerError::log(&tp, e);
+        let base = group[0].base_offset();
+        let io = |op: FileOp, hooks: &dyn CleanerHooks| {
+            hooks
+                .before(op)
+                .map_err(|e| lerr(LogError::io(pass.dir, "cleaner file operation", e)))
+        };
+        io(FileOp::CreateCleaned { base }, self.hooks.as_ref())?;
+        delete_stale_cleaned(pass.dir, base).map_err(lerr)?;
+        let cleaned = Arc::new(
+            Segment::create(
+                pass.dir,
+                base,
+                segment_config(pass.cfg, false),
+                pass.now,
+                CLEANED_SUFFIX,
+            )
+            .map_err(lerr)?,
+        );
+        let r = self.fill_cleaned(pass, group, &cleaned, txn, stats);
+        let swapped = match r {
+            Ok(()) => pass
+                .log
+                .replace_with_cleaned(&cleaned, group, self.hooks.as_ref())
+                .map_err(lerr),
+            Err(e) => Err(e),
+        };
+        match swapped {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                let _ = cleaned.delete_files();
+                Err(CleanerError::Aborted {
+                    tp,
+                    reason: AbortReason::LogChanged,
+                })
+            }
+            Err(e) => {
+                // Only files still named `.cleaned` are ours to remove; after
+                // the first swap rename the loader owns recovery.
+                if cleaned.log_path().to_string_lossy().ends_with(CLEANED_SUFFIX) {
+                    let _ = cleaned.delete_files();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn fill_cleaned(
+        &mut self,
+        pass: &mut PassContext<'_>,
+        group: &[Arc<Segment>],
+        cleaned: &Segment,
+        txn: &mut CleanedTxnMetadata,
+        stats: &mut CleanStats,
+    ) -> Result<(), CleanerError> {
+        let tp = pass.log.topic_partition().clone();
+        let lerr = |e: LogError| CleanerError::log(&tp, e);
+        let base = cleaned.base_offset();
+        let txn_path = format::txn_index_file(pass.dir, base, CLEANED_SUFFIX);
+        let mut txn_index = TransactionIndex::open(&txn_path, base).map_err(|source| {
+            CleanerError::TxnIndex {
+                path: txn_path.clone(),
+                source,
+            }
+        })?;
+        for (i, src) in group.iter().enumerate() {
+            let upper = match group.get(i + 1) {
+                Some(next) => next.base_offset(),
+                None => src.read_next_offset().map_err(lerr)?,
+            };
+            txn.add_aborted(aborted(pass.txn_paths, src.base_offset(), upper)?);
+            let retain_legacy = mtime_ms(src).map_err(lerr)? > pass.legacy_horizon;
+            self.clean_into(pass, src, cleaned, txn, &mut txn_index, retain_legacy, stats)?;
+        }
+        self.hooks
+            .before(FileOp::FlushCleaned { base })
+            .map_err(|e| lerr(LogError::io(pass.dir, "cleaner file operation", e)))?;
+        cleaned.on_become_inactive().map_err(lerr)?;
+        cleaned.flush().map_err(lerr)?;
+        txn_index.flush().map_err(|source| CleanerError::TxnIndex {
+            path: txn_path.clone(),
+            source,
+        })?;
+        let last = group.last().expect("groups are not empty");
+        let modified = std::fs::metadata(last.log_path())
+            .and_then(|m| m.modified())
+            .map_err(|e| lerr(LogError::io(last.log_path(), "stat segment", e)))?;
+        let (oi, ti) = cleaned.index_paths();
+        for p in [cleaned.log_path(), oi, ti] {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .map_err(|e| lerr(LogError::io(&p, "open cleaned file", e)))?;
+            f.set_modified(modified)
+                .map_err(|e| lerr(LogError::io(&p, "set mtime", e)))?;
+        }
+        Ok(())
+    }
+
+    /// Kafka `cleanInto`: filter one source segment chunk by chunk.
+    #[allow(clippy::too_many_arguments)]
+    fn clean_into(
+        &mut self,
+        pass: &mut PassContext<'_>,
+        src: &Segment,
+        cleaned: &Segment,
+        txn: &mut CleanedTxnMetadata,
+        txn_index: &mut TransactionIndex,
+        retain_legacy: bool,
+        stats: &mut CleanStats,
+    ) -> Result<(), CleanerError> {
+        let tp = pass.log.topic_partition().clone();
+        let lerr = |e: LogError| CleanerError::log(&tp, e);
+        let size = src.size();
+        let mut pos = 0u64;
+        while pos < size {
+            self.check_done(&tp)?;
+            let n = read_chunk(src.file(), pos, size, &mut self.buf)
+                .map_err(|e| lerr(LogError::io(src.log_path(), "read segment", e)))?;
+            self.throttler.maybe_throttle(n as u64);
+            self.out.clear();
+            let mut ctx = FilterContext {
+                map: &mut self.map,
+                txn,
+                active_producers: pass.producers,
+                upper_bound: pass.upper,
+                now_ms: pass.now,
+                delete_retention_ms: pass.cfg.delete_retention_ms,
+                retain_legacy_deletes: retain_legacy,
+            };
+            let r = filter_chunk(&mut ctx, &self.buf[..n], &mut self.out).map_err(|f| match f {
+                FilterFault::Batch { position, source } => CleanerError::CorruptBatch {
+                    path: src.log_path(),
+                    position: pos + position as u64,
+                    source,
+                },
+                FilterFault::Rebuild { position, source } => CleanerError::Rebuild {
+                    path: src.log_path(),
+                    position: pos + position as u64,
+                    source,
+                },
+            })?;
+            for a in txn.take_retained_aborts() {
+                txn_index.append(&a).map_err(|source| CleanerError::TxnIndex {
+                    path: txn_index.path().to_path_buf(),
+                    source,
+                })?;
+            }
+            stats.messages_read += r.messages_read;
+            stats.bytes_read += r.bytes_read as u64;
+            stats.messages_written += r.messages_retained;
+            stats.bytes_written += self.out.len() as u64;
+            stats.invalid_records += r.invalid_records;
+            if !self.out.is_empty() {
+                self.hooks
+                    .before(FileOp::AppendCleaned {
+                        base: cleaned.base_offset(),
+                    })
+                    .map_err(|e| lerr(LogError::io(pass.dir, "cleaner file operation", e)))?;
+                cleaned
+                    .append(
+                        r.max_offset,
+                        r.max_timestamp,
+                        r.shallow_offset_of_max_timestamp,
+                        &self.out,
+                    )
+                    .map_err(lerr)?;
+                self.throttler.maybe_throttle(self.out.len() as u64);
+            }
+            if r.bytes_read == 0 {
+                if !self.grow(&tp, src, pos, size)? {
+                    break;
+                }
+                continue;
+            }
+            pos += r.bytes_read as u64;
+        }
+        self.restore_buffer();
+        Ok(())
+    }
+}
+
+/// What every group of one pass shares.
+struct PassContext<'a> {
+    log: &'a Log,
+    cfg: &'a crate::config::LogConfig,
+    dir: &'a Path,
+    txn_paths: &'a [(Offset, PathBuf)],
+    producers: &'a HashMap<ProducerId, LastRecord>,
+    upper: Offset,
+    now: i64,
+    legacy_horizon: i64,
+}
+
+fn aborted(
+    txn_paths: &[(Offset, PathBuf)],
+    start: Offset,
+    upper: Offset,
+) -> Result<Vec<crate::index::AbortedTxn>, CleanerError> {
+    let segs: Vec<(Offset, &Path)> = txn_paths.iter().map(|(b, p)| (*b, p.as_path())).collect();
+    collect_aborted(&segs, start, upper).map_err(|source| CleanerError::TxnIndex {
+        path: txn_paths
+            .first()
+            .map(|(_, p)| p.clone())
+            .unwrap_or_default(),
+        source,
+    })
+}
+
+/// Remove `<base>.{log,index,timeindex,txnindex}.cleaned` left by an
+/// earlier attempt.
+fn delete_stale_cleaned(dir: &Path, base: Offset) -> Result<(), LogError> {
+    for p in [
+        format::log_file(dir, base, CLEANED_SUFFIX),
+        format::index_file(dir, base, CLEANED_SUFFIX),
+        format::time_index_file(dir, base, CLEANED_SUFFIX),
+        format::txn_index_file(dir, base, CLEANED_SUFFIX),
+    ] {
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(LogError::io(&p, "delete stale cleaned file", e)),
+        }
+    }
+    Ok(())
+}

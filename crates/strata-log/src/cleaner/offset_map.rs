@@ -1,0 +1,265 @@
+//! The cleaner's fixed-memory dedupe map (Kafka `SkimpyOffsetMap`, §11.3).
+//!
+//! Format (in memory only, never on disk): a flat byte array of
+//! `slots * 24` bytes; slot `i` is
+//!
+//! ```text
+//! [i*24 .. i*24+16)   MD5 digest of the record key
+//! [i*24+16 .. i*24+24) offset, big-endian i64
+//! ```
+//!
+//! A slot of 24 zero bytes is empty. Attempt `a` (0-based) probes slot
+//! `absNoMin(int32BE(hash[min(a,12)..+4]) + max(0, a-12)) % slots`: the
+//! first 13 attempts use the digest's overlapping 4-byte windows, then the
+//! probe walks linearly. No deletes; `clear` zeroes the array. Two keys with
+//! the same digest count as one key, as in Kafka.
+
+use super::md5::md5;
+use crate::types::Offset;
+
+const HASH_SIZE: usize = 16;
+/// Bytes per slot: digest + offset.
+pub const BYTES_PER_ENTRY: usize = HASH_SIZE + 8;
+
+/// Kafka's `SkimpyOffsetMap`: key digest → latest offset, in `memory` bytes.
+pub struct OffsetMap {
+    bytes: Vec<u8>,
+    slots: usize,
+    entries: usize,
+    latest_offset: Offset,
+    lookups: u64,
+    probes: u64,
+}
+
+impl std::fmt::Debug for OffsetMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffsetMap")
+            .field("slots", &self.slots)
+            .field("entries", &self.entries)
+            .field("latest_offset", &self.latest_offset)
+            .finish()
+    }
+}
+
+/// Put into a map whose every slot is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("offset map full: {slots} slots")]
+pub struct MapFull {
+    pub slots: usize,
+}
+
+fn abs_no_min(n: i32) -> i32 {
+    if n == i32::MIN {
+        0
+    } else {
+        n.abs()
+    }
+}
+
+impl OffsetMap {
+    /// A map using `memory` bytes (`memory / 24` slots, at least one).
+    pub fn new(memory: usize) -> OffsetMap {
+        let slots = (memory / BYTES_PER_ENTRY).max(1);
+        OffsetMap {
+            bytes: vec![0; slots * BYTES_PER_ENTRY],
+            slots,
+            entries: 0,
+            latest_offset: Offset(-1),
+            lookups: 0,
+            probes: 0,
+        }
+    }
+
+    /// Number of slots.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Distinct digests stored.
+    pub fn len(&self) -> usize {
+        self.entries
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Bytes of the slot array (the memory the map was sized with, rounded
+    /// down to whole slots).
+    pub fn memory(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The last offset the map covers; `-1` after `clear`.
+    pub fn latest_offset(&self) -> Offset {
+        self.latest_offset
+    }
+
+    pub fn update_latest_offset(&mut self, offset: Offset) {
+        self.latest_offset = offset;
+    }
+
+    /// Entries / slots.
+    pub fn utilization(&self) -> f64 {
+        self.entries as f64 / self.slots as f64
+    }
+
+    /// Average probes per lookup or insert so far (1.0 = no collisions).
+    pub fn collision_rate(&self) -> f64 {
+        if self.lookups == 0 {
+            0.0
+        } else {
+            self.probes as f64 / self.lookups as f64
+        }
+    }
+
+    fn position_of(&self, hash: &[u8; HASH_SIZE], attempt: usize) -> usize {
+        let window = attempt.min(HASH_SIZE - 4);
+        let base = i32::from_be_bytes(hash[window..window + 4].try_into().expect("4 bytes"));
+        let extra = attempt.saturating_sub(HASH_SIZE - 4) as i32;
+        let probe = base.wrapping_add(extra);
+        (abs_no_min(probe) as usize % self.slots) * BYTES_PER_ENTRY
+    }
+
+    fn is_empty_at(&self, pos: usize) -> bool {
+        self.bytes[pos..pos + BYTES_PER_ENTRY].iter().all(|b| *b == 0)
+    }
+
+    /// Record `offset` as the latest offset of `key`, and as the map's
+    /// latest offset.
+    ///
+    /// # Errors
+    /// [`MapFull`] when every slot is taken (callers stop at the load
+    /// factor long before).
+    pub fn put(&mut self, key: &[u8], offset: Offset) -> Result<(), MapFull> {
+        if self.entries >= self.slots {
+            return Err(MapFull { slots: self.slots });
+        }
+        let hash = md5(key);
+        self.lookups += 1;
+        let mut attempt = 0;
+        let mut pos = self.position_of(&hash, attempt);
+        while !self.is_empty_at(pos) {
+            if self.bytes[pos..pos + HASH_SIZE] == hash {
+                self.bytes[pos + HASH_SIZE..pos + BYTES_PER_ENTRY]
+                    .copy_from_slice(&offset.0.to_be_bytes());
+                self.latest_offset = offset;
+                self.probes += attempt as u64 + 1;
+                return Ok(());
+            }
+            attempt += 1;
+            pos = self.position_of(&hash, attempt);
+        }
+        self.probes += attempt as u64 + 1;
+        self.bytes[pos..pos + HASH_SIZE].copy_from_slice(&hash);
+        self.bytes[pos + HASH_SIZE..pos + BYTES_PER_ENTRY].copy_from_slice(&offset.0.to_be_bytes());
+        self.entries += 1;
+        self.latest_offset = offset;
+        Ok(())
+    }
+
+    /// The latest offset stored for `key`, or `Offset(-1)`.
+    pub fn get(&mut self, key: &[u8]) -> Offset {
+        let hash = md5(key);
+        self.lookups += 1;
+        let max_attempts = self.slots + HASH_SIZE - 4;
+        for attempt in 0..max_attempts {
+            let pos = self.position_of(&hash, attempt);
+            if self.is_empty_at(pos) {
+                self.probes += attempt as u64 + 1;
+                return Offset(-1);
+            }
+            if self.bytes[pos..pos + HASH_SIZE] == hash {
+                self.probes += attempt as u64 + 1;
+                let o = &self.bytes[pos + HASH_SIZE..pos + BYTES_PER_ENTRY];
+                return Offset(i64::from_be_bytes(o.try_into().expect("8 bytes")));
+            }
+        }
+        Offset(-1)
+    }
+
+    /// Empty the map (zero every slot).
+    pub fn clear(&mut self) {
+        self.bytes.fill(0);
+        self.entries = 0;
+        self.latest_offset = Offset(-1);
+        self.lookups = 0;
+        self.probes = 0;
+    }
+
+    /// The raw slot bytes at `slot` (tests of the layout).
+    pub fn slot_bytes(&self, slot: usize) -> &[u8] {
+        &self.bytes[slot * BYTES_PER_ENTRY..(slot + 1) * BYTES_PER_ENTRY]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_get_overwrite_and_clear() {
+        let mut m = OffsetMap::new(24 * 1000);
+        assert_eq!(m.slots(), 1000);
+        for i in 0..500i64 {
+            m.put(format!("k{i}").as_bytes(), Offset(i)).unwrap();
+        }
+        assert_eq!(m.len(), 500);
+        for i in 0..500i64 {
+            assert_eq!(m.get(format!("k{i}").as_bytes()), Offset(i));
+        }
+        m.put(b"k7", Offset(9_000)).unwrap();
+        assert_eq!(m.len(), 500, "overwrite keeps the size");
+        assert_eq!(m.get(b"k7"), Offset(9_000));
+        assert_eq!(m.latest_offset(), Offset(9_000));
+        assert_eq!(m.get(b"absent"), Offset(-1));
+        m.clear();
+        assert!(m.is_empty());
+        assert_eq!(m.latest_offset(), Offset(-1));
+        assert_eq!(m.get(b"k1"), Offset(-1));
+    }
+
+    #[test]
+    fn slot_layout_is_digest_then_big_endian_offset() {
+        let mut m = OffsetMap::new(24 * 7);
+        m.put(b"key", Offset(0x0102_0304_0506_0708)).unwrap();
+        let hash = md5(b"key");
+        let first = i32::from_be_bytes(hash[0..4].try_into().unwrap());
+        let slot = abs_no_min(first) as usize % 7;
+        assert_eq!(&m.slot_bytes(slot)[..16], &hash);
+        assert_eq!(&m.slot_bytes(slot)[16..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    #[test]
+    fn full_map_refuses_new_keys_but_finds_all() {
+        let mut m = OffsetMap::new(24 * 5);
+        for i in 0..5i64 {
+            m.put(&i.to_be_bytes(), Offset(i)).unwrap();
+        }
+        assert_eq!(
+            m.put(b"one more", Offset(9)),
+            Err(MapFull { slots: 5 }),
+            "Kafka throws once entries >= slots"
+        );
+        for i in 0..5i64 {
+            assert_eq!(m.get(&i.to_be_bytes()), Offset(i), "linear probing reaches every slot");
+        }
+        assert_eq!(m.get(b"missing"), Offset(-1), "a full map terminates the probe");
+    }
+
+    #[test]
+    fn probe_sequence_windows_then_linear() {
+        let m = OffsetMap::new(24 * 1_000_003);
+        let hash = md5(b"x");
+        for a in 0..=12 {
+            let w = i32::from_be_bytes(hash[a..a + 4].try_into().unwrap());
+            assert_eq!(m.position_of(&hash, a), (abs_no_min(w) as usize % m.slots()) * 24);
+        }
+        let w = i32::from_be_bytes(hash[12..16].try_into().unwrap());
+        assert_eq!(
+            m.position_of(&hash, 15),
+            (abs_no_min(w.wrapping_add(3)) as usize % m.slots()) * 24
+        );
+        assert_eq!(abs_no_min(i32::MIN), 0);
+    }
+}

@@ -1,0 +1,90 @@
+//! The last batch of every producer in a log (Kafka
+//! `lastRecordsOfActiveProducers`), which the cleaner keeps at least as an
+//! empty header so that sequence and epoch checks survive compaction.
+//!
+//! Strata's log does not hold a producer-state table, so the cleaner derives
+//! the same facts from the batch headers, applying Kafka's entry rules: a
+//! data batch records its last offset (a new epoch first clears it); a
+//! marker with a new epoch clears it. Producer expiration is not applied:
+//! an idle producer's last batch stays until the producer writes again.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use super::filter::LastRecord;
+use crate::batch::{BatchScanner, BatchView, MAGIC_V2};
+use crate::types::ProducerId;
+
+const CHUNK: usize = 1 << 20;
+
+/// Fold the batches of `file[..size]` into `producers`.
+///
+/// # Errors
+/// The read error. A corrupt batch ends the scan of that file.
+pub fn scan_producers(
+    file: &File,
+    size: u64,
+    producers: &mut HashMap<ProducerId, LastRecord>,
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut pos = 0u64;
+    while pos < size {
+        let want = (size - pos).min(buf.len() as u64) as usize;
+        file.read_exact_at(&mut buf[..want], pos)?;
+        let mut scanner = BatchScanner::new(&buf[..want]);
+        let mut consumed = 0;
+        for item in scanner.by_ref() {
+            let Ok((at, prefix)) = item else {
+                return Ok(());
+            };
+            consumed = at + prefix.total_size();
+            if prefix.magic < MAGIC_V2 {
+                continue;
+            }
+            let Ok(b) = BatchView::parse(&buf[at..consumed]) else {
+                return Ok(());
+            };
+            if !b.has_producer_id() {
+                continue;
+            }
+            let e = producers.entry(b.producer_id()).or_insert(LastRecord {
+                last_data_offset: None,
+                producer_epoch: b.producer_epoch(),
+            });
+            if e.producer_epoch != b.producer_epoch() {
+                e.producer_epoch = b.producer_epoch();
+                e.last_data_offset = None;
+            }
+            if !b.is_control() {
+                e.last_data_offset = Some(b.last_offset());
+            }
+        }
+        if consumed == 0 {
+            // One batch larger than the buffer: grow and retry.
+            if buf.len() as u64 >= size - pos {
+                return Ok(());
+            }
+            let n = buf.len() * 2;
+            buf.resize(n, 0);
+            continue;
+        }
+        pos += consumed as u64;
+    }
+    Ok(())
+}
+
+/// The last record of every producer over `segments` (oldest first).
+///
+/// # Errors
+/// The first read error.
+pub fn active_producers(
+    segments: &[std::sync::Arc<crate::segment::Segment>],
+) -> Result<HashMap<ProducerId, LastRecord>, crate::error::LogError> {
+    let mut producers = HashMap::new();
+    for s in segments {
+        scan_producers(s.file(), s.size(), &mut producers)
+            .map_err(|e| crate::error::LogError::io(s.log_path(), "scan producers", e))?;
+    }
+    Ok(producers)
+}
