@@ -1,0 +1,39 @@
+//! `strata-tiered`: KIP-405 tiered storage for Strata.
+//!
+//! Sealed segments of a partition are copied to a remote tier (a local
+//! directory or an S3-API bucket); a catalogue of remote segments with a
+//! four-state life cycle says which copies are live; reads below the local
+//! log start are served from the remote tier.
+//!
+//! # Layout
+//!
+//! - [`metadata`]: segment ids, [`RemoteLogSegmentMetadata`], the state
+//!   machines (transitions enforced once, with a typed error).
+//! - [`rsm`]: the storage plug-in seam [`RemoteStorageManager`] and
+//!   [`ObjectStoreRsm`], its `object_store` implementation, with Kafka's
+//!   `LocalTieredStorage` object layout.
+//! - [`rlmm`]: the metadata plug-in seam [`RemoteLogMetadataManager`], the
+//!   in-memory catalogue, and the `__remote_log_metadata` record format.
+//! - [`config`]: broker settings and the back-end choice from
+//!   `strata.remote.storage.uri`.
+//! - [`bridge`]: the one crossing from synchronous callers to the async
+//!   object store.
+//! - [`error`]: error enums.
+
+pub mod bridge;
+pub mod config;
+pub mod error;
+pub mod metadata;
+pub mod rlmm;
+pub mod rsm;
+
+pub use bridge::Bridge;
+pub use config::{StorageLocation, TieredConfig};
+pub use error::{MetadataError, RemoteStorageError, SerdeError, TieredConfigError};
+pub use metadata::{
+    RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate,
+    RemoteLogSegmentState, RemotePartitionDeleteMetadata, RemotePartitionDeleteState,
+    TopicIdPartition,
+};
+pub use rlmm::RemoteLogMetadataManager;
+pub use rsm::{IndexType, LogSegmentData, ObjectStoreRsm, RemoteStorageManager};
