@@ -242,7 +242,12 @@ impl Cleaner {
         let segs = log.snapshot();
         let txn_paths: Vec<(Offset, PathBuf)> = segs
             .iter()
-            .map(|s| (s.base_offset(), format::txn_index_file(&dir, s.base_offset(), "")))
+            .map(|s| {
+                (
+                    s.base_offset(),
+                    format::txn_index_file(&dir, s.base_offset(), ""),
+                )
+            })
             .collect();
         let legacy_horizon = match segs.iter().rev().find(|s| s.base_offset() < first_dirty) {
             Some(s) => mtime_ms(s).map_err(lerr)? - cfg.delete_retention_ms,
@@ -304,7 +309,10 @@ impl Cleaner {
         stats: &mut CleanStats,
     ) -> Result<(), CleanerError> {
         self.map.clear();
-        let from = segs.iter().rposition(|s| s.base_offset() <= start).unwrap_or(0);
+        let from = segs
+            .iter()
+            .rposition(|s| s.base_offset() <= start)
+            .unwrap_or(0);
         let dirty: Vec<&Arc<Segment>> = segs[from..]
             .iter()
             .take_while(|s| s.base_offset() < end)
@@ -479,7 +487,11 @@ impl Cleaner {
             Err(e) => {
                 // Only files still named `.cleaned` are ours to remove; after
                 // the first swap rename the loader owns recovery.
-                if cleaned.log_path().to_string_lossy().ends_with(CLEANED_SUFFIX) {
+                if cleaned
+                    .log_path()
+                    .to_string_lossy()
+                    .ends_with(CLEANED_SUFFIX)
+                {
                     let _ = cleaned.delete_files();
                 }
                 Err(e)
@@ -499,12 +511,11 @@ impl Cleaner {
         let lerr = |e: LogError| CleanerError::log(&tp, e);
         let base = cleaned.base_offset();
         let txn_path = format::txn_index_file(pass.dir, base, CLEANED_SUFFIX);
-        let mut txn_index = TransactionIndex::open(&txn_path, base).map_err(|source| {
-            CleanerError::TxnIndex {
+        let mut txn_index =
+            TransactionIndex::open(&txn_path, base).map_err(|source| CleanerError::TxnIndex {
                 path: txn_path.clone(),
                 source,
-            }
-        })?;
+            })?;
         for (i, src) in group.iter().enumerate() {
             let upper = match group.get(i + 1) {
                 Some(next) => next.base_offset(),
@@ -512,7 +523,15 @@ impl Cleaner {
             };
             txn.add_aborted(aborted(pass.txn_paths, src.base_offset(), upper)?);
             let retain_legacy = mtime_ms(src).map_err(lerr)? > pass.legacy_horizon;
-            self.clean_into(pass, src, cleaned, txn, &mut txn_index, retain_legacy, stats)?;
+            self.clean_into(
+                pass,
+                src,
+                cleaned,
+                txn,
+                &mut txn_index,
+                retain_legacy,
+                stats,
+            )?;
         }
         self.hooks
             .before(FileOp::FlushCleaned { base })
@@ -583,10 +602,12 @@ impl Cleaner {
                 },
             })?;
             for a in txn.take_retained_aborts() {
-                txn_index.append(&a).map_err(|source| CleanerError::TxnIndex {
-                    path: txn_index.path().to_path_buf(),
-                    source,
-                })?;
+                txn_index
+                    .append(&a)
+                    .map_err(|source| CleanerError::TxnIndex {
+                        path: txn_index.path().to_path_buf(),
+                        source,
+                    })?;
             }
             stats.messages_read += r.messages_read;
             stats.bytes_read += r.bytes_read as u64;

@@ -75,12 +75,17 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DryRunError + '_ {
     }
 }
 
-fn batches(seg: &Seg, mut f: impl FnMut(&[u8], u8) -> Result<(), DryRunError>) -> Result<(), DryRunError> {
+fn batches(
+    seg: &Seg,
+    mut f: impl FnMut(&[u8], u8) -> Result<(), DryRunError>,
+) -> Result<(), DryRunError> {
     let mut buf = vec![0u8; 1 << 20];
     let mut pos = 0u64;
     while pos < seg.size {
         let want = (seg.size - pos).min(buf.len() as u64) as usize;
-        seg.file.read_exact_at(&mut buf[..want], pos).map_err(io(&seg.path))?;
+        seg.file
+            .read_exact_at(&mut buf[..want], pos)
+            .map_err(io(&seg.path))?;
         let mut consumed = 0;
         for item in BatchScanner::new(&buf[..want]) {
             let (at, prefix) = item.map_err(|e| DryRunError::Corrupt {
@@ -114,9 +119,14 @@ pub fn dry_run(
     delete_retention_ms: i64,
     load_factor: f64,
 ) -> Result<DryRunReport, DryRunError> {
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tp: TopicPartition = format::parse_partition_dir_name(&name)
-        .map_err(|_| DryRunError::NotAPartition { path: dir.to_path_buf() })?
+        .map_err(|_| DryRunError::NotAPartition {
+            path: dir.to_path_buf(),
+        })?
         .tp;
     let mut segs = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {
@@ -125,15 +135,30 @@ pub fn dry_run(
         if !format::is_log_file(&n) {
             continue;
         }
-        let Some(base) = format::offset_from_file_name(&n) else { continue };
+        let Some(base) = format::offset_from_file_name(&n) else {
+            continue;
+        };
         let path = entry.path();
         let file = File::open(&path).map_err(io(&path))?;
         let size = file.metadata().map_err(io(&path))?.len();
-        segs.push(Seg { base, path, file, size });
+        segs.push(Seg {
+            base,
+            path,
+            file,
+            size,
+        });
     }
     segs.sort_by_key(|s| s.base);
-    let active = segs.last().ok_or_else(|| DryRunError::Empty { path: dir.to_path_buf() })?.base;
-    let checkpoint = CleanerCheckpoints::for_partition_dir(dir).get(&tp).ok().flatten();
+    let active = segs
+        .last()
+        .ok_or_else(|| DryRunError::Empty {
+            path: dir.to_path_buf(),
+        })?
+        .base;
+    let checkpoint = CleanerCheckpoints::for_partition_dir(dir)
+        .get(&tp)
+        .ok()
+        .flatten();
     let first = segs[0].base;
     let first_dirty = checkpoint.filter(|c| *c >= first).unwrap_or(first);
     let upper = active.max(first_dirty);
@@ -155,7 +180,10 @@ pub fn dry_run(
     let mut scratch = Vec::new();
     let mut dirty_bytes = 0;
     for s in segs.iter().filter(|s| s.base < upper) {
-        if segs.iter().any(|n| n.base > s.base && n.base <= first_dirty) {
+        if segs
+            .iter()
+            .any(|n| n.base > s.base && n.base <= first_dirty)
+        {
             continue;
         }
         dirty_bytes += s.size;
@@ -183,12 +211,16 @@ pub fn dry_run(
         })?;
     }
     let keys = latest.len();
-    let mut map = OffsetMap::new(((keys as f64 / load_factor.max(0.01)) as usize + 2) * BYTES_PER_ENTRY);
+    let mut map =
+        OffsetMap::new(((keys as f64 / load_factor.max(0.01)) as usize + 2) * BYTES_PER_ENTRY);
     // Re-insert through the real map so lookups behave exactly as a clean's.
     let mut txn = CleanedTxnMetadata::new();
     txn.add_aborted(aborted(first_dirty, upper)?);
     for s in segs.iter().filter(|s| s.base < upper) {
-        if segs.iter().any(|n| n.base > s.base && n.base <= first_dirty) {
+        if segs
+            .iter()
+            .any(|n| n.base > s.base && n.base <= first_dirty)
+        {
             continue;
         }
         batches(s, |bytes, magic| {
@@ -221,7 +253,10 @@ pub fn dry_run(
     let mut ftxn = CleanedTxnMetadata::new();
     let (mut rewritten, mut after, mut read, mut kept) = (0u64, 0u64, 0u64, 0u64);
     let mut out = Vec::new();
-    let to_clean: Vec<&Seg> = segs.iter().filter(|s| s.base < upper && s.base != active).collect();
+    let to_clean: Vec<&Seg> = segs
+        .iter()
+        .filter(|s| s.base < upper && s.base != active)
+        .collect();
     for (i, s) in to_clean.iter().enumerate() {
         rewritten += s.size;
         let next = to_clean.get(i + 1).map_or(upper, |n| n.base);
@@ -263,6 +298,7 @@ pub fn dry_run(
         reclaimable_bytes: rewritten.saturating_sub(after),
         records_read: read,
         records_kept: kept,
-        dedupe_memory_needed: ((keys as f64 / load_factor.max(0.01)).ceil() as u64) * BYTES_PER_ENTRY as u64,
+        dedupe_memory_needed: ((keys as f64 / load_factor.max(0.01)).ceil() as u64)
+            * BYTES_PER_ENTRY as u64,
     })
 }

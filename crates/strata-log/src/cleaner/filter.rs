@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 
 use crate::batch::{
-    build_empty_batch_like, BatchBuilder, BatchError, BuildError, BatchScanner, BatchView, ControlRecordType,
-    Record, RecordHeader, TimestampType, MAGIC_V2, MAX_TIMESTAMP_POS,
+    build_empty_batch_like, BatchBuilder, BatchError, BatchScanner, BatchView, BuildError,
+    ControlRecordType, Record, RecordHeader, TimestampType, MAGIC_V2, MAX_TIMESTAMP_POS,
 };
 use crate::types::{Offset, ProducerEpoch, ProducerId, Timestamp};
 
@@ -85,7 +85,14 @@ impl ChunkResult {
         }
     }
 
-    fn retained(&mut self, max_ts: Timestamp, shallow: Offset, max_offset: Offset, n: u64, bytes: u64) {
+    fn retained(
+        &mut self,
+        max_ts: Timestamp,
+        shallow: Offset,
+        max_offset: Offset,
+        n: u64,
+        bytes: u64,
+    ) {
         if max_ts > self.max_timestamp {
             self.max_timestamp = max_ts;
             self.shallow_offset_of_max_timestamp = shallow;
@@ -175,7 +182,10 @@ pub fn filter_chunk(
     Ok(result)
 }
 
-pub(crate) fn control_type(batch: &BatchView<'_>, scratch: &mut Vec<u8>) -> Result<Option<ControlRecordType>, BatchError> {
+pub(crate) fn control_type(
+    batch: &BatchView<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<Option<ControlRecordType>, BatchError> {
     let mut it = batch.record_iter(scratch)?;
     match it.next() {
         None => Ok(None),
@@ -279,7 +289,9 @@ fn filter_batch(
             );
         } else {
             let horizon = if need_horizon {
-                Some(Timestamp(ctx.now_ms.saturating_add(ctx.delete_retention_ms)))
+                Some(Timestamp(
+                    ctx.now_ms.saturating_add(ctx.delete_retention_ms),
+                ))
             } else {
                 batch.delete_horizon()
             };
@@ -325,7 +337,11 @@ fn rebuild(
     let mut b = BatchBuilder::new(batch.base_offset())
         .compression(codec)
         .partition_leader_epoch(batch.partition_leader_epoch())
-        .producer(batch.producer_id(), batch.producer_epoch(), batch.base_sequence())
+        .producer(
+            batch.producer_id(),
+            batch.producer_epoch(),
+            batch.base_sequence(),
+        )
         .transactional(batch.is_transactional())
         .control(batch.is_control());
     if batch.timestamp_type() == TimestampType::LogAppendTime {

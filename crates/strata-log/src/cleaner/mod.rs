@@ -61,10 +61,10 @@ pub use policy::{
     CompactionSettings, DirtyEnd, SegmentFacts,
 };
 pub use producers::{active_producers, scan_producers};
-pub use snapshot::cleaner_snapshot;
 pub use service::{
     compaction_status, CleanerFailure, CompactionStatus, LogCleaner, PartitionCleanerState,
 };
+pub use snapshot::cleaner_snapshot;
 pub use throttle::Throttler;
 pub use txn::{collect_aborted, CleanedTxnMetadata};
 
@@ -190,7 +190,9 @@ impl CleanerConfig {
         if let Some(v) = num::<i64>(props, "strata.log.cleaner.retry.backoff.ms", |v| *v >= 0)? {
             c.retry_backoff_ms = v;
         }
-        if let Some(v) = num::<i64>(props, "strata.log.cleaner.retry.backoff.max.ms", |v| *v >= 0)? {
+        if let Some(v) = num::<i64>(props, "strata.log.cleaner.retry.backoff.max.ms", |v| {
+            *v >= 0
+        })? {
             c.retry_backoff_max_ms = v;
         }
         if let Some(v) = num::<usize>(props, "strata.log.cleaner.max.passes", |v| *v > 0)? {

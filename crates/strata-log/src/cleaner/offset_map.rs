@@ -122,7 +122,9 @@ impl OffsetMap {
     }
 
     fn is_empty_at(&self, pos: usize) -> bool {
-        self.bytes[pos..pos + BYTES_PER_ENTRY].iter().all(|b| *b == 0)
+        self.bytes[pos..pos + BYTES_PER_ENTRY]
+            .iter()
+            .all(|b| *b == 0)
     }
 
     /// Record `offset` as the latest offset of `key`, and as the map's
@@ -242,9 +244,17 @@ mod tests {
             "Kafka throws once entries >= slots"
         );
         for i in 0..5i64 {
-            assert_eq!(m.get(&i.to_be_bytes()), Offset(i), "linear probing reaches every slot");
+            assert_eq!(
+                m.get(&i.to_be_bytes()),
+                Offset(i),
+                "linear probing reaches every slot"
+            );
         }
-        assert_eq!(m.get(b"missing"), Offset(-1), "a full map terminates the probe");
+        assert_eq!(
+            m.get(b"missing"),
+            Offset(-1),
+            "a full map terminates the probe"
+        );
     }
 
     #[test]
@@ -253,7 +263,10 @@ mod tests {
         let hash = md5(b"x");
         for a in 0..=12 {
             let w = i32::from_be_bytes(hash[a..a + 4].try_into().unwrap());
-            assert_eq!(m.position_of(&hash, a), (abs_no_min(w) as usize % m.slots()) * 24);
+            assert_eq!(
+                m.position_of(&hash, a),
+                (abs_no_min(w) as usize % m.slots()) * 24
+            );
         }
         let w = i32::from_be_bytes(hash[12..16].try_into().unwrap());
         assert_eq!(

@@ -102,7 +102,10 @@ fn floor_index(segs: &[SegmentFacts], offset: Offset) -> Option<usize> {
 /// Segments overlapping `[from, to)` (Kafka `logSegments(from, to)`).
 fn overlapping(segs: &[SegmentFacts], from: Offset, to: Offset) -> &[SegmentFacts] {
     let start = floor_index(segs, from).unwrap_or(0);
-    let end = segs.iter().position(|s| s.base_offset >= to).unwrap_or(segs.len());
+    let end = segs
+        .iter()
+        .position(|s| s.base_offset >= to)
+        .unwrap_or(segs.len());
     if start >= end {
         &[]
     } else {
@@ -158,14 +161,10 @@ pub fn cleanable(snap: &CleanerLogSnapshot, s: &CompactionSettings, now_ms: i64)
         .filter(|seg| seg.base_offset < first_dirty)
         .map(|seg| seg.size)
         .sum();
-    let cleanable_bytes = overlapping(
-        segs,
-        first_dirty.min(first_uncleanable),
-        first_uncleanable,
-    )
-    .iter()
-    .map(|seg| seg.size)
-    .sum();
+    let cleanable_bytes = overlapping(segs, first_dirty.min(first_uncleanable), first_uncleanable)
+        .iter()
+        .map(|seg| seg.size)
+        .sum();
     let total: u64 = clean_bytes + cleanable_bytes;
     let ratio = if total == 0 {
         0.0

@@ -130,7 +130,10 @@ pub struct LogCleaner {
 impl std::fmt::Debug for LogCleaner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LogCleaner")
-            .field("config", &*self.config.read().unwrap_or_else(|e| e.into_inner()))
+            .field(
+                "config",
+                &*self.config.read().unwrap_or_else(|e| e.into_inner()),
+            )
             .finish()
     }
 }
@@ -160,7 +163,10 @@ impl LogCleaner {
     }
 
     pub fn config(&self) -> CleanerConfig {
-        self.config.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Replace the broker-level settings (before [`Self::start`]).
@@ -207,7 +213,12 @@ impl LogCleaner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .contains(tp);
-        compaction_status(log, self.state(tp).as_ref(), in_progress, self.clock.now_ms())
+        compaction_status(
+            log,
+            self.state(tp).as_ref(),
+            in_progress,
+            self.clock.now_ms(),
+        )
     }
 
     /// One round of a cleaner thread (Kafka `cleanFilthiestLog`): pick the
@@ -230,7 +241,11 @@ impl LogCleaner {
                     &NoHooks,
                 )?;
             }
-            worker.clean_range(&log, range.first_dirty_offset, range.first_uncleanable_offset)
+            worker.clean_range(
+                &log,
+                range.first_dirty_offset,
+                range.first_uncleanable_offset,
+            )
         })();
         self.record(&tp, &r);
         self.shared

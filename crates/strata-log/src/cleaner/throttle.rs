@@ -104,7 +104,11 @@ mod tests {
         // The "sleep" moves the mock clock, as real time would.
         let sleeper: Sleeper = Arc::new(move |d: Duration| c2.advance_ns(d.as_nanos() as u64));
         let mut t = Throttler::new(1_000_000.0, clock.clone(), sleeper);
-        assert_eq!(t.maybe_throttle(500_000), Duration::ZERO, "inside the interval");
+        assert_eq!(
+            t.maybe_throttle(500_000),
+            Duration::ZERO,
+            "inside the interval"
+        );
         clock.advance_ns(400_000_000);
         // 1.5 MB in 0.4 s at 1 MB/s: 1.1 s more.
         let p = t.maybe_throttle(1_000_000);

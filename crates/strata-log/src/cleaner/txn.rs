@@ -118,10 +118,7 @@ pub fn collect_aborted(
     start: Offset,
     upper: Offset,
 ) -> Result<Vec<AbortedTxn>, IndexError> {
-    let from = segments
-        .iter()
-        .rposition(|(b, _)| *b <= start)
-        .unwrap_or(0);
+    let from = segments.iter().rposition(|(b, _)| *b <= start).unwrap_or(0);
     let mut out = Vec::new();
     for (base, path) in &segments[from..] {
         if !path.exists() {
