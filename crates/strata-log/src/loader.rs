@@ -27,7 +27,7 @@ use crate::format::{
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::segment_config;
 use crate::segment::scan::FileBatches;
-use crate::segment::{EpochSink, Segment};
+use crate::segment::{EpochSink, IndexFileState, Segment};
 use crate::types::Offset;
 
 /// What the log manager knows about a partition before loading it.
@@ -232,18 +232,14 @@ pub(crate) fn load(
     let mut segments = Vec::with_capacity(logs.len());
     for base in &logs {
         let seg = Segment::open(dir, *base, segment_config(config, false), now, "")?;
-        let (has_index, has_time_index) = seg.index_files_exist();
-        if !has_index || (has_time_index && !seg.indexes_look_valid()?) {
+        let (index, time_index) = seg.check_index_files();
+        if index != IndexFileState::Valid || time_index == IndexFileState::Invalid {
             let r = seg.recover(Some(&mut epochs as &mut dyn EpochSink))?;
             stats.rebuilt_indexes.push(*base);
             stats.truncated_bytes += r.truncated_bytes;
-        } else if !has_time_index {
+        } else if time_index == IndexFileState::Missing {
             seg.create_empty_time_index()?;
             stats.empty_time_indexes.push(*base);
-            if !seg.indexes_look_valid()? {
-                seg.recover(Some(&mut epochs as &mut dyn EpochSink))?;
-                stats.rebuilt_indexes.push(*base);
-            }
         }
         segments.push(Arc::new(seg));
     }

@@ -696,47 +696,26 @@ impl Segment {
         Ok(())
     }
 
-    /// Strata's load-time index check (a safe superset of Kafka, §3.7):
-    /// Kafka's sanity checks, plus "the last two entries strictly increase",
-    /// which catches a preallocated zero-filled tail left by a crash.
-    /// Returns `false` when either index should be rebuilt.
-    ///
-    /// # Errors
-    /// I/O errors opening the indexes.
-    pub fn indexes_look_valid(&self) -> Result<bool, LogError> {
-        let mut st = self.lock();
-        let base = self.base_offset;
-        let oi = match st.offset_index(base) {
-            Ok(i) => i,
-            Err(IndexError::Io { .. }) | Err(IndexError::Corrupt { .. }) => return Ok(false),
-            Err(e) => return Err(idx_err(e)),
-        };
-        if oi.sanity_check().is_err() {
-            return Ok(false);
-        }
-        let n = oi.entries();
-        if n >= 2 {
-            let (a, b) = (oi.entry(n - 2), oi.entry(n - 1));
-            if b.offset <= a.offset || b.position < a.position {
-                return Ok(false);
-            }
-        }
-        let ti = match st.time_index(base) {
-            Ok(i) => i,
-            Err(IndexError::Io { .. }) | Err(IndexError::Corrupt { .. }) => return Ok(false),
-            Err(e) => return Err(idx_err(e)),
-        };
-        if ti.sanity_check().is_err() {
-            return Ok(false);
-        }
-        let n = ti.entries();
-        if n >= 2 {
-            let (a, b) = (ti.entry(n - 2), ti.entry(n - 1));
-            if b.timestamp <= a.timestamp || b.offset < a.offset {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    /// Strata's load-time index check (a safe superset of Kafka, §3.7),
+    /// done with `stat` and two small `pread`s so loading never maps an
+    /// index: Kafka's sanity checks (whole entries, last offset ≥ base, time
+    /// index last timestamp ≥ first) plus "the last two entries strictly
+    /// increase", which catches a preallocated zero-filled tail left by a
+    /// crash.
+    pub fn check_index_files(&self) -> (IndexFileState, IndexFileState) {
+        let (o, t) = self.index_paths();
+        (
+            check_index_file(&o, 8, |a, b| {
+                let (ra, pa) = (be_i32(a, 0), be_i32(a, 4));
+                let (rb, pb) = (be_i32(b, 0), be_i32(b, 4));
+                rb > ra && pb >= pa
+            }),
+            check_index_file(&t, 12, |a, b| {
+                let (ta, ra) = (be_i64(a, 0), be_i32(a, 8));
+                let (tb, rb) = (be_i64(b, 0), be_i32(b, 8));
+                tb > ta && rb >= ra
+            }),
+        )
     }
 
     /// Index fill: (offset entries, offset max, time entries, time max).
@@ -895,6 +874,68 @@ impl Segment {
         }
         Ok(out)
     }
+}
+
+/// What [`Segment::check_index_files`] found for one index file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexFileState {
+    Missing,
+    Valid,
+    Invalid,
+}
+
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Check one index file by its length, first entry and last two entries.
+fn check_index_file(
+    path: &Path,
+    entry: usize,
+    increasing: impl Fn(&[u8], &[u8]) -> bool,
+) -> IndexFileState {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return IndexFileState::Missing,
+        Err(_) => return IndexFileState::Invalid,
+    };
+    let Ok(len) = file.metadata().map(|m| m.len() as usize) else {
+        return IndexFileState::Invalid;
+    };
+    if len % entry != 0 {
+        return IndexFileState::Invalid;
+    }
+    let n = len / entry;
+    if n == 0 {
+        return IndexFileState::Valid;
+    }
+    let mut first = vec![0u8; entry];
+    let mut tail = vec![0u8; 2 * entry];
+    let two = n >= 2;
+    let tail_at = (if two { n - 2 } else { n - 1 } * entry) as u64;
+    let tail_len = if two { 2 * entry } else { entry };
+    if file.read_exact_at(&mut first, 0).is_err()
+        || file.read_exact_at(&mut tail[..tail_len], tail_at).is_err()
+    {
+        return IndexFileState::Invalid;
+    }
+    let last = &tail[tail_len - entry..tail_len];
+    // Relative offsets sit at 0 (offset index) or 8 (time index).
+    let rel_at = if entry == 8 { 0 } else { 8 };
+    if be_i32(last, rel_at) < 0 {
+        return IndexFileState::Invalid;
+    }
+    if entry == 12 && be_i64(last, 0) < be_i64(&first, 0) {
+        return IndexFileState::Invalid;
+    }
+    if two && !increasing(&tail[..entry], last) {
+        return IndexFileState::Invalid;
+    }
+    IndexFileState::Valid
 }
 
 fn rename_if_exists(from: &Path, to: &Path) -> Result<(), LogError> {
