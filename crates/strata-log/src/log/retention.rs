@@ -29,7 +29,6 @@ use std::sync::Arc;
 
 use super::{AppendState, Log};
 use crate::error::LogError;
-use crate::format::{self, DELETED_SUFFIX};
 use crate::retention::{
     self, LogSnapshot, RetentionDecision, RetentionPolicy, SegmentSnapshot, TimestampSource,
 };
@@ -105,6 +104,21 @@ impl Log {
     /// [`LogError::Closed`] / [`LogError::DirOffline`]; storage errors
     /// (the dir goes offline).
     pub fn delete_old_segments(&self) -> Result<RetentionOutcome, LogError> {
+        // Decide on a lock-free snapshot first: most passes delete nothing
+        // and must not stall appends. Deletions are decided again under the
+        // lock, where the segment list cannot change.
+        self.check_usable()?;
+        let cfg = self.config_arc();
+        let now = self.clock.now_ms();
+        let policy = RetentionPolicy::from_config(&cfg);
+        let early = retention::decide(&self.retention_snapshot()?, &policy, now);
+        if early.is_empty() {
+            return Ok(RetentionOutcome {
+                decision: early,
+                renamed_snapshots: Vec::new(),
+                delete_due_ms: now.saturating_add(cfg.file_delete_delay_ms),
+            });
+        }
         let mut g = self.lock_append()?;
         let r = self.delete_old_segments_locked(&mut g);
         self.fail(r)
@@ -142,7 +156,7 @@ impl Log {
         self.raise_log_start_locked(kept[0].base_offset())?;
         self.publish_segments(kept.to_vec());
         self.schedule_delete(deleted)?;
-        let renamed_snapshots = self.rename_snapshots_for_deletion(deleted)?;
+        let renamed_snapshots = self.rename_snapshots_for_deletion(state, deleted)?;
         for d in &decision.deletions {
             tracing::info!(
                 tp = %self.tp,
@@ -185,18 +199,33 @@ impl Log {
     /// `asyncDelete`); returns the new paths.
     fn rename_snapshots_for_deletion(
         &self,
+        state: &mut AppendState,
         deleted: &[Arc<Segment>],
     ) -> Result<Vec<PathBuf>, LogError> {
-        let dir = self.dir();
+        // Through the producer-state manager so it forgets them too.
+        let psm = &mut state.producers;
         let mut out = Vec::new();
+        let dir = self.dir();
         for s in deleted {
-            let from = format::snapshot_file(&dir, s.base_offset(), "");
-            let to = format::snapshot_file(&dir, s.base_offset(), DELETED_SUFFIX);
+            if let Some(to) = psm
+                .remove_and_mark_snapshot_for_deletion(s.base_offset())
+                .map_err(|e| super::producers::state_error(&self.tp, e))?
+            {
+                out.push(to);
+                continue;
+            }
+            // A file the manager did not list (placed after open): rename it too.
+            let from = crate::format::snapshot_file(&dir, s.base_offset(), "");
+            let to =
+                crate::format::snapshot_file(&dir, s.base_offset(), crate::format::DELETED_SUFFIX);
             match std::fs::rename(&from, &to) {
                 Ok(()) => out.push(to),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LogError::io(&from, "rename producer snapshot", e)),
             }
+        }
+        if let Some(kept) = self.snapshot().first() {
+            psm.on_log_start_offset_incremented(kept.base_offset().max(self.log_start_offset()));
         }
         Ok(out)
     }
