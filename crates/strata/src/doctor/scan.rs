@@ -325,7 +325,9 @@ pub fn is_partition_dir(dir: &Path) -> bool {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    matches!(f::parse_partition_dir_name(&name), Ok(p) if p.kind == f::DirKind::Live)
+    // The KRaft metadata log is not a topic partition retention manages.
+    name != "__cluster_metadata-0"
+        && matches!(f::parse_partition_dir_name(&name), Ok(p) if p.kind == f::DirKind::Live)
         && !dir.join(f::META_PROPERTIES).is_file()
 }
 
