@@ -123,6 +123,10 @@ pub struct LogConfig {
     pub passthrough: BTreeMap<String, String>,
     /// `strata.durable.append`: fsync before acknowledging (group commit).
     pub durable_append: bool,
+    /// Broker-level `producer.id.expiration.ms` (not a topic config in
+    /// Kafka, so not in [`LogConfig::definitions`]): idle producers' state
+    /// is dropped after this long.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -162,6 +166,7 @@ impl Default for LogConfig {
             message_downconversion_enable: true,
             passthrough: BTreeMap::new(),
             durable_append: false,
+            producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         }
     }
 }
@@ -739,6 +744,10 @@ impl LogConfig {
                 let n = parse_long(def.name, value, i64::MIN, i64::MAX)?;
                 (def.set)(&mut cfg, &n.saturating_mul(factor).to_string())?;
             }
+        }
+        if let Some(v) = props.get("producer.id.expiration.ms") {
+            cfg.producer_id_expiration_ms =
+                parse_long("producer.id.expiration.ms", v, 1, i64::MAX)?;
         }
         Ok(cfg)
     }

@@ -108,6 +108,15 @@ pub enum LogError {
     /// No log directory is online.
     #[error("no online log directory")]
     NoOnlineDir,
+    /// A produce or replicated batch broke an idempotence/transaction rule
+    /// (the broker maps the variant to INVALID_PRODUCER_EPOCH,
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER, ...); nothing was written.
+    #[error("producer state of {tp}: {source}")]
+    ProducerState {
+        tp: TopicPartition,
+        #[source]
+        source: crate::producer_state::ProducerStateError,
+    },
     /// A topic config failed validation.
     #[error("config: {source}")]
     Config {

@@ -559,6 +559,9 @@ impl LogManager {
             if let Err(e) = log.delete_expired_files() {
                 tracing::error!(tp = %log.topic_partition(), error = %e, "segment file deletion failed");
             }
+            if let Err(e) = log.maybe_remove_expired_producers() {
+                tracing::error!(tp = %log.topic_partition(), error = %e, "producer expiration failed");
+            }
         }
         self.retention.run_if_due(self, now);
         let due: Vec<PendingDirDelete> = {

@@ -80,6 +80,7 @@ fn time_retention_renames_then_deletes_after_the_delay() {
             "00000000000000000000.timeindex.deleted",
             "00000000000000000001.index.deleted",
             "00000000000000000001.log.deleted",
+            "00000000000000000001.snapshot.deleted",
             "00000000000000000001.timeindex.deleted",
         ]
     );

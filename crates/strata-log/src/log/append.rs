@@ -9,6 +9,7 @@ use crate::batch::{
 };
 use crate::batch::{BatchScanner, BatchView, TimestampType};
 use crate::error::LogError;
+use crate::producer_state::AppendOrigin;
 use crate::types::{LeaderEpoch, Offset, Timestamp};
 
 /// The shape of one append, computed before it is written.
@@ -25,9 +26,14 @@ impl Log {
     /// log's config, assign offsets from the log end and the leader epoch in
     /// place, stamp LogAppendTime when configured, then write it.
     ///
+    /// A retried batch of an idempotent producer is not written: the answer
+    /// carries the original offsets and `duplicate: true`.
+    ///
     /// # Errors
     /// [`LogError::Batch`] for invalid records, [`LogError::RecordBatchTooLarge`]
-    /// above `segment.bytes`, storage errors (the dir goes offline).
+    /// above `segment.bytes`, [`LogError::ProducerState`] for a stale epoch,
+    /// an out-of-order sequence or a transaction rule (nothing written),
+    /// storage errors (the dir goes offline).
     pub fn append_as_leader(
         &self,
         records: &mut [u8],
@@ -50,6 +56,16 @@ impl Log {
             })?;
         self.check_segment_size(records.len(), cfg.segment_bytes)?;
         let mut guard = self.lock_append()?;
+        if let Some(mut dup) = self.find_duplicate(&guard, records) {
+            drop(guard);
+            if cfg.message_timestamp_type == TimestampType::LogAppendTime {
+                dup.log_append_time = Some(dup.max_timestamp);
+            }
+            if cfg.durable_append {
+                self.flush_up_to(dup.last_offset.plus(1))?;
+            }
+            return Ok(dup);
+        }
         let first = self.log_end_offset();
         let last = assign_offsets_in_place(
             records,
@@ -70,10 +86,12 @@ impl Log {
             offset_of_max_timestamp: if delta >= 0 { first.plus(delta) } else { first },
             records_count: validated.total_records,
         };
+        let updates = self.validate_producers(&guard, records, AppendOrigin::Client)?;
         if leader_epoch.0 >= 0 {
             self.maybe_assign_epoch(leader_epoch, first)?;
         }
         let mut info = self.write_locked(&mut guard, records, &shape, &cfg)?;
+        self.apply_producers(&mut guard, updates, info.last_offset.plus(1));
         info.log_append_time = validated.log_append_time;
         debug_assert!(
             cfg.message_timestamp_type == TimestampType::CreateTime
@@ -153,10 +171,13 @@ impl Log {
                 log_end: leo,
             });
         }
+        let updates =
+            self.validate_producers(&guard, &records[..valid], AppendOrigin::Replication)?;
         for (epoch, start) in epochs {
             self.maybe_assign_epoch(epoch, start)?;
         }
         let info = self.write_locked(&mut guard, &records[..valid], &shape, &cfg)?;
+        self.apply_producers(&mut guard, updates, info.last_offset.plus(1));
         drop(guard);
         self.after_append(&records[..valid], &info, cfg.durable_append)?;
         Ok(info)
@@ -212,6 +233,7 @@ impl Log {
             log_start_offset: self.log_start_offset(),
             records_count: shape.records_count,
             valid_bytes: bytes.len(),
+            duplicate: false,
         })
     }
 

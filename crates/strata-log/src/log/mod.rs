@@ -20,6 +20,7 @@
 
 mod append;
 mod compaction;
+mod producers;
 mod read;
 mod retention;
 mod roll;
@@ -37,6 +38,7 @@ use crate::segment::{EpochSink, Segment, SegmentConfig};
 use crate::types::{LeaderEpoch, Offset, Timestamp, TopicPartition};
 
 pub use crate::loader::{LoadParams, RecoveryStats};
+pub use producers::PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS;
 pub(crate) use read::floor_segment as floor_index;
 pub use read::{FetchData, FileSlice, ReadBound, TimestampAndOffset};
 pub use retention::RetentionOutcome;
@@ -53,6 +55,10 @@ pub struct LogAppendInfo {
     pub log_start_offset: Offset,
     pub records_count: i64,
     pub valid_bytes: usize,
+    /// A retried batch of an idempotent producer: nothing was written and
+    /// the offsets are those of the original append (Kafka answers NONE
+    /// with the original base offset).
+    pub duplicate: bool,
 }
 
 /// One segment, as DescribeLogDirs and the doctor tool show it.
@@ -120,6 +126,10 @@ impl DirHealth {
 pub(crate) struct AppendState {
     /// Time of the last full flush (for `flush.ms`).
     last_flush_ms: i64,
+    /// Idempotent/transactional producer state (see `producers.rs`).
+    producers: crate::producer_state::ProducerStateManager,
+    /// Time of the last producer expiration pass.
+    last_expiration_check_ms: i64,
 }
 
 /// Hook called after every successful append with the appended bytes; the
@@ -219,6 +229,14 @@ impl Log {
         .tp;
         let loaded = crate::loader::load(dir, &config, &params, clock.as_ref())?;
         let leo = loaded.log_end_offset;
+        let producers = producers::load(
+            dir,
+            &tp,
+            config.producer_id_expiration_ms,
+            &loaded,
+            params.had_clean_shutdown,
+            clock.now_ms(),
+        )?;
         Ok(Arc::new(Log {
             tp,
             dir: RwLock::new(dir.to_path_buf()),
@@ -226,6 +244,8 @@ impl Log {
             config: RwLock::new(Arc::new(config)),
             append: Mutex::new(AppendState {
                 last_flush_ms: clock.now_ms(),
+                producers,
+                last_expiration_check_ms: clock.now_ms(),
             }),
             clock,
             flush: Mutex::new(()),
@@ -435,6 +455,11 @@ impl Log {
             for s in self.snapshot().iter() {
                 s.close()?;
             }
+            // The clean-shutdown snapshot at the log end: the next open
+            // loads it and reads no batch.
+            g.producers
+                .take_snapshot(true)
+                .map_err(|e| producers::state_error(&self.tp, e))?;
             self.flush_epochs()
         })();
         self.closed.store(true, Ordering::Release);
@@ -448,6 +473,11 @@ impl Log {
 
     /// Rename the directory (async delete); the log stays closed.
     pub(crate) fn set_dir(&self, new_dir: PathBuf) {
+        self.append
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .producers
+            .update_dir(&new_dir);
         *self.dir.write().unwrap_or_else(|e| e.into_inner()) = new_dir;
     }
 }

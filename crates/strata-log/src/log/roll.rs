@@ -105,6 +105,9 @@ impl Log {
         )?);
         segs.push(segment.clone());
         self.publish_segments(segs);
+        // Kafka `roll`: the producer snapshot at the new base bounds the
+        // rebuild after a crash to the active segment.
+        self.snapshot_producers_at(state, new_base)?;
         // Kafka schedules this flush asynchronously; Strata runs it inline
         // under the append lock (rolls are rare) so the recovery point moves
         // to the new base before the next append.

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{segment_config, Log};
+use super::{segment_config, AppendState, Log};
 use crate::error::LogError;
 use crate::format::DELETED_SUFFIX;
 use crate::segment::Segment;
@@ -31,19 +31,19 @@ impl Log {
                 reason: "cannot truncate to a negative offset",
             });
         }
-        let _g = self.lock_append()?;
+        let mut g = self.lock_append()?;
         if offset >= self.log_end_offset() {
             return Ok(());
         }
-        let r = self.truncate_locked(offset);
+        let r = self.truncate_locked(&mut g, offset);
         self.fail(r)
     }
 
-    fn truncate_locked(&self, offset: Offset) -> Result<(), LogError> {
+    fn truncate_locked(&self, state: &mut AppendState, offset: Offset) -> Result<(), LogError> {
         let segs = self.snapshot();
         let now = self.clock.now_ms();
         if offset < segs[0].base_offset() {
-            return self.truncate_fully_and_start_at(offset);
+            return self.truncate_fully_and_start_at(state, offset);
         }
         let keep = segs.iter().filter(|s| s.base_offset() <= offset).count();
         let (kept, dropped) = segs.split_at(keep);
@@ -53,10 +53,23 @@ impl Log {
         self.publish_segments(kept.to_vec());
         self.log_end_offset.store(offset.0, Ordering::Release);
         self.after_truncation(offset);
-        Ok(())
+        // Kafka `loadProducerState(targetOffset)`: snapshots above the new
+        // end go, the state is reloaded from the newest one left plus the log.
+        super::producers::rebuild(
+            &mut state.producers,
+            kept,
+            self.log_start_offset(),
+            offset,
+            false,
+            now,
+        )
     }
 
-    fn truncate_fully_and_start_at(&self, offset: Offset) -> Result<(), LogError> {
+    fn truncate_fully_and_start_at(
+        &self,
+        state: &mut AppendState,
+        offset: Offset,
+    ) -> Result<(), LogError> {
         let segs = self.snapshot();
         self.schedule_delete(&segs)?;
         let cfg = self.config_arc();
@@ -81,7 +94,10 @@ impl Log {
         self.recovery_point.store(offset.0, Ordering::Release);
         self.durable_offset.store(offset.0, Ordering::Release);
         self.high_watermark.store(offset.0, Ordering::Release);
-        Ok(())
+        state
+            .producers
+            .truncate_fully_and_start_at(offset)
+            .map_err(|e| super::producers::state_error(&self.tp, e))
     }
 
     fn after_truncation(&self, offset: Offset) {
@@ -140,7 +156,17 @@ impl Log {
             due
         };
         let n = due.len();
-        let r = due.iter().try_for_each(|p| p.segment.delete_files());
+        let dir = self.dir();
+        let r = due.iter().try_for_each(|p| {
+            p.segment.delete_files()?;
+            // The producer snapshot retention renamed with the segment.
+            let snap = crate::format::snapshot_file(&dir, p.segment.base_offset(), DELETED_SUFFIX);
+            match std::fs::remove_file(&snap) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(LogError::io(&snap, "delete producer snapshot", e)),
+            }
+        });
         self.fail(r)?;
         Ok(n)
     }
@@ -151,7 +177,7 @@ impl Log {
     /// # Errors
     /// [`LogError::OffsetOutOfRange`] above the high watermark.
     pub fn maybe_increment_log_start_offset(&self, new_start: Offset) -> Result<Offset, LogError> {
-        let _g = self.lock_append()?;
+        let mut g = self.lock_append()?;
         let hw = self.high_watermark();
         if new_start > hw {
             return Err(LogError::OffsetOutOfRange {
@@ -163,6 +189,7 @@ impl Log {
         }
         if new_start > self.log_start_offset() {
             self.log_start_offset.store(new_start.0, Ordering::Release);
+            g.producers.on_log_start_offset_incremented(new_start);
             let mut cache = self.lock_epochs();
             if cache.truncate_from_start(new_start) {
                 cache.flush().map_err(|e| LogError::Checkpoint {
