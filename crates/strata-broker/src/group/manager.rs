@@ -72,7 +72,7 @@ impl GroupManager {
         let ids: Vec<String> = self.groups.keys().cloned().collect();
         for id in ids {
             if let Some(group) = self.groups.get_mut(&id) {
-                super::membership::unload(group, &mut self.replies);
+                super::timers::unload(group, &mut self.replies);
             }
         }
         self.groups.clear();

@@ -15,11 +15,10 @@ use super::api::{
     HeartbeatRequest, JoinMember, JoinRequest, JoinResult, LeaveMember, LeaveResult, Reply,
     SyncRequest, SyncResult,
 };
-use super::classic::{Group, GroupState, JoinTimer, SyncTimer};
+use super::classic::GroupState;
 use super::manager::{GroupIdRule, GroupManager, Ops};
 use super::member::{Member, Protocol, Ticket, NEW_MEMBER_JOIN_TIMEOUT_MS};
-use super::records::GroupMetadataKey;
-use super::store::{OffsetsStore, StoreRecord};
+use super::store::OffsetsStore;
 
 type E = ResponseError;
 
@@ -185,7 +184,7 @@ impl Ops<'_> {
     }
 
     /// Kafka `validateCurrentMember`.
-    fn validate_current_member(
+    pub(super) fn validate_current_member(
         &self,
         member_id: &str,
         instance: Option<&str>,
@@ -253,7 +252,7 @@ impl Ops<'_> {
     }
 
     /// The current generation's JoinGroup answer for `member_id`.
-    fn join_result(
+    pub(super) fn join_result(
         &self,
         member_id: &str,
         with_members: bool,
@@ -276,7 +275,7 @@ impl Ops<'_> {
         }
     }
 
-    fn current_member_metadata(&self) -> Vec<JoinMember> {
+    pub(super) fn current_member_metadata(&self) -> Vec<JoinMember> {
         let protocol = self.group.protocol_name.clone().unwrap_or_default();
         self.group
             .members
@@ -319,7 +318,7 @@ impl Ops<'_> {
     }
 
     /// Kafka `updateMember`: new protocols and timeouts, parked on `ticket`.
-    fn update_member(
+    pub(super) fn update_member(
         &mut self,
         member_id: &str,
         protocols: Vec<Protocol>,
@@ -419,202 +418,6 @@ impl Ops<'_> {
             GroupState::Empty | GroupState::Dead => {
                 // Unreachable in Kafka (it throws): a static member implies members.
                 self.invoke_join(new_id, JoinResult::error(new_id, E::UnknownServerError));
-            }
-        }
-    }
-
-    pub(crate) fn maybe_prepare_rebalance(&mut self) {
-        if self.group.can_rebalance() {
-            self.prepare_rebalance();
-        }
-    }
-
-    /// Kafka `prepareRebalance`.
-    pub(crate) fn prepare_rebalance(&mut self) {
-        if self.group.is(GroupState::CompletingRebalance) {
-            self.reset_and_propagate_assignment_error(E::RebalanceInProgress);
-        }
-        self.group.pending_sync.clear();
-        self.group.sync_timer = None;
-        let rebalance_timeout = self.group.rebalance_timeout_ms();
-        self.group.join_timer = Some(if self.group.is(GroupState::Empty) {
-            let delay = i64::from(self.config.initial_rebalance_delay_ms);
-            JoinTimer::Initial {
-                deadline: self.now + delay,
-                delay_ms: delay,
-                remaining_ms: (rebalance_timeout - delay).max(0),
-            }
-        } else {
-            JoinTimer::Regular {
-                deadline: self.now + rebalance_timeout,
-            }
-        });
-        self.group
-            .transition_to(GroupState::PreparingRebalance, self.now);
-        tracing::info!(
-            group = %self.group.id,
-            generation = self.group.generation_id,
-            partition = self.partition,
-            "preparing to rebalance"
-        );
-        self.try_complete_join();
-    }
-
-    /// Kafka `tryCompleteJoin` for a regular join phase.
-    pub(crate) fn try_complete_join(&mut self) {
-        if self.group.is(GroupState::PreparingRebalance)
-            && matches!(self.group.join_timer, Some(JoinTimer::Regular { .. }))
-            && self.group.has_all_members_joined()
-        {
-            self.complete_join();
-        }
-    }
-
-    /// Kafka `onCompleteJoin`.
-    fn complete_join(&mut self) {
-        self.group.join_timer = None;
-        let gone: Vec<String> = self
-            .group
-            .members
-            .values()
-            .filter(|m| m.awaiting_join.is_none() && !m.is_static())
-            .map(|m| m.member_id.clone())
-            .collect();
-        for id in gone {
-            self.remove_and_answer(&id);
-        }
-        if self.group.is(GroupState::Dead) {
-            return;
-        }
-        if !self.maybe_elect_new_joined_leader() && !self.group.members.is_empty() {
-            // Only static members that have not rejoined remain: wait another round.
-            let deadline = self.now + self.group.rebalance_timeout_ms();
-            self.group.join_timer = Some(JoinTimer::Regular { deadline });
-            return;
-        }
-        self.group.init_next_generation(self.now);
-        if self.group.is(GroupState::Empty) {
-            if let Err(error) = self.store_group(&HashMap::new()) {
-                tracing::warn!(group = %self.group.id, %error, "failed to write empty group metadata");
-            }
-            return;
-        }
-        tracing::info!(
-            group = %self.group.id,
-            generation = self.group.generation_id,
-            members = self.group.members.len(),
-            "stabilized group"
-        );
-        let ids: Vec<String> = self.group.members.keys().cloned().collect();
-        for id in ids {
-            let result = self.join_result(&id, self.group.is_leader(&id), false);
-            self.invoke_join(&id, result);
-            self.schedule_heartbeat(&id);
-            if let Some(m) = self.group.members.get_mut(&id) {
-                m.is_new = false;
-            }
-            self.group.pending_sync.insert(id);
-        }
-        self.group.sync_timer = Some(SyncTimer {
-            deadline: self.now + self.group.rebalance_timeout_ms(),
-            generation: self.group.generation_id,
-        });
-    }
-
-    fn maybe_elect_new_joined_leader(&mut self) -> bool {
-        let Some(leader) = self.group.leader_id.clone() else {
-            return false;
-        };
-        if self
-            .group
-            .members
-            .get(&leader)
-            .is_some_and(|m| m.awaiting_join.is_some())
-        {
-            return true;
-        }
-        match self
-            .group
-            .members
-            .values()
-            .find(|m| m.awaiting_join.is_some())
-        {
-            Some(m) => {
-                self.group.leader_id = Some(m.member_id.clone());
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Remove a member, answering whatever it is parked on.
-    fn remove_and_answer(&mut self, member_id: &str) {
-        self.invoke_join(member_id, JoinResult::error("", E::UnknownMemberId));
-        self.invoke_sync(member_id, SyncResult::error(E::UnknownMemberId));
-        self.group.remove(member_id);
-    }
-
-    /// Kafka `removeMemberAndUpdateGroup`.
-    pub(crate) fn remove_member_and_update_group(&mut self, member_id: &str) {
-        self.remove_and_answer(member_id);
-        match self.group.state() {
-            GroupState::Dead | GroupState::Empty => {}
-            GroupState::Stable | GroupState::CompletingRebalance => self.maybe_prepare_rebalance(),
-            GroupState::PreparingRebalance => self.try_complete_join(),
-        }
-    }
-
-    fn remove_pending_member_and_update_group(&mut self, member_id: &str) {
-        self.group.remove(member_id);
-        if self.group.is(GroupState::PreparingRebalance) {
-            self.try_complete_join();
-        }
-    }
-
-    fn reset_and_propagate_assignment_error(&mut self, error: ResponseError) {
-        for m in self.group.members.values_mut() {
-            m.assignment = Bytes::new();
-        }
-        self.propagate_assignment(Some(error));
-    }
-
-    /// Answer every parked SyncGroup with its assignment (or `error`).
-    fn propagate_assignment(&mut self, error: Option<ResponseError>) {
-        let ids: Vec<String> = self.group.members.keys().cloned().collect();
-        for id in ids {
-            let result = match error {
-                None => SyncResult {
-                    error: None,
-                    protocol_type: self.group.protocol_type.clone(),
-                    protocol_name: self.group.protocol_name.clone(),
-                    assignment: self.group.members[&id].assignment.clone(),
-                },
-                Some(e) => SyncResult::error(e),
-            };
-            if self.invoke_sync(&id, result) {
-                self.schedule_heartbeat(&id);
-            }
-        }
-    }
-
-    /// Write the group's metadata record (Kafka `storeGroup`).
-    pub(crate) fn store_group(
-        &mut self,
-        assignment: &HashMap<String, Bytes>,
-    ) -> Result<(), ResponseError> {
-        let key = GroupMetadataKey {
-            group: self.group.id.clone(),
-        };
-        let value = self.group.metadata_value(assignment);
-        let record = StoreRecord {
-            key: key.encode(),
-            value: Some(value.encode()),
-        };
-        match self.store.append(self.partition, &[record], self.now) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                tracing::warn!(group = %self.group.id, error = %e, "storing group metadata failed");
-                Err(e.group_error())
             }
         }
     }
@@ -769,105 +572,5 @@ impl Ops<'_> {
             error: None,
             members: out,
         }
-    }
-
-    /// Fire the group's due deadlines, earliest first.
-    pub(crate) fn poll_timers(&mut self) {
-        // Each firing removes its deadline or moves it past `now`, except a
-        // zero initial delay, which fires at most twice; bound the loop anyway.
-        for _ in 0..10_000 {
-            let now = self.now;
-            let g = &*self.group;
-            let pending = g
-                .pending_members
-                .iter()
-                .find(|(_, d)| **d <= now)
-                .map(|(id, _)| id.clone());
-            if let Some(id) = pending {
-                self.remove_pending_member_and_update_group(&id);
-                continue;
-            }
-            let expired = g
-                .members
-                .values()
-                .find(|m| m.heartbeat_deadline.is_some_and(|d| d <= now))
-                .map(|m| m.member_id.clone());
-            if let Some(id) = expired {
-                let m = self.group.members.get_mut(&id).expect("found above");
-                m.heartbeat_deadline = None;
-                if !m.has_satisfied_heartbeat() {
-                    tracing::info!(group = %self.group.id, member = %id, "session expired, removing member");
-                    self.remove_member_and_update_group(&id);
-                }
-                continue;
-            }
-            if let Some(timer) = g.join_timer.filter(|t| t.deadline() <= now) {
-                self.expire_join(timer);
-                continue;
-            }
-            if let Some(timer) = g.sync_timer.filter(|t| t.deadline <= now) {
-                self.group.sync_timer = None;
-                self.expire_sync(timer);
-                continue;
-            }
-            return;
-        }
-    }
-
-    fn expire_join(&mut self, timer: JoinTimer) {
-        match timer {
-            JoinTimer::Initial {
-                delay_ms,
-                remaining_ms,
-                ..
-            } if self.group.new_member_added && remaining_ms != 0 => {
-                self.group.new_member_added = false;
-                let configured = i64::from(self.config.initial_rebalance_delay_ms);
-                let delay = configured.min(remaining_ms);
-                self.group.join_timer = Some(JoinTimer::Initial {
-                    deadline: self.now + delay,
-                    delay_ms: delay,
-                    remaining_ms: (remaining_ms - delay_ms).max(0),
-                });
-            }
-            _ => self.complete_join(),
-        }
-    }
-
-    /// Kafka `onExpirePendingSync`.
-    fn expire_sync(&mut self, timer: SyncTimer) {
-        if timer.generation != self.group.generation_id
-            || !matches!(
-                self.group.state(),
-                GroupState::CompletingRebalance | GroupState::Stable
-            )
-            || self.group.pending_sync.is_empty()
-        {
-            return;
-        }
-        let late: Vec<String> = self.group.pending_sync.iter().cloned().collect();
-        for id in &late {
-            self.remove_and_answer(id);
-        }
-        tracing::info!(group = %self.group.id, members = ?late, "removed members that did not sync");
-        self.prepare_rebalance();
-    }
-}
-
-/// Kafka `onGroupUnloaded`: answer everything parked with NOT_COORDINATOR.
-pub(crate) fn unload(group: &mut Group, replies: &mut Vec<Reply>) {
-    for m in group.members.values_mut() {
-        if let Some(t) = m.awaiting_join.take() {
-            replies.push(Reply::Join(
-                t,
-                JoinResult::error(&m.member_id, E::NotCoordinator),
-            ));
-        }
-        if let Some(t) = m.awaiting_sync.take() {
-            replies.push(Reply::Sync(t, SyncResult::error(E::NotCoordinator)));
-        }
-    }
-    if !group.is(GroupState::Dead) {
-        group.transition_to(GroupState::Dead, group.state_timestamp.unwrap_or(0));
     }
 }

@@ -10,6 +10,8 @@
 //!   time is a parameter, writes go through `store::OffsetsStore`, parked
 //!   JoinGroup/SyncGroup requests are answered by `api::Reply`s.
 //! - `membership`: JoinGroup / SyncGroup / Heartbeat / LeaveGroup and rebalancing.
+//! - `rebalance`: starting and completing rebalances, storing the group record.
+//! - `timers`: session, join-phase and sync-phase deadlines; unloading.
 //! - `offsets`: OffsetCommit / OffsetFetch / OffsetDelete, DeleteGroups,
 //!   ListGroups, DescribeGroups, retention, loading from the log.
 //! - `coordinator`: the runtime — one mutex around the manager, oneshot
@@ -28,8 +30,10 @@ pub(crate) mod manager;
 pub(crate) mod member;
 pub(crate) mod membership;
 pub(crate) mod offsets;
+pub(crate) mod rebalance;
 pub(crate) mod records;
 pub(crate) mod store;
+pub(crate) mod timers;
 
 #[cfg(test)]
 mod harness;
