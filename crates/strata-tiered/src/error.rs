@@ -128,3 +128,48 @@ pub enum TieredConfigError {
         source: object_store::Error,
     },
 }
+
+/// A failed tiering operation on one partition (copy, expiration, read).
+#[derive(Debug, thiserror::Error)]
+pub enum TieredError {
+    #[error("partition {tp}: remote storage")]
+    Storage {
+        tp: strata_log::TopicPartition,
+        #[source]
+        source: Box<RemoteStorageError>,
+    },
+    #[error("partition {tp}: remote log metadata")]
+    Metadata {
+        tp: strata_log::TopicPartition,
+        #[source]
+        source: Box<MetadataError>,
+    },
+    #[error("partition {tp}: local log")]
+    Log {
+        tp: strata_log::TopicPartition,
+        #[source]
+        source: Box<strata_log::LogError>,
+    },
+    /// No remote segment holds the offset.
+    #[error("partition {tp}: offset {offset} is not in remote storage")]
+    OffsetOutOfRange {
+        tp: strata_log::TopicPartition,
+        offset: strata_log::Offset,
+    },
+    /// The partition is not tiered on this broker.
+    #[error("partition {tp} is not tiered")]
+    NotTiered { tp: strata_log::TopicPartition },
+    /// The remote reader pool's queue is full.
+    #[error(transparent)]
+    PoolFull(#[from] crate::tasks::pool::PoolFull),
+    /// A remote segment's bytes are not a sequence of record batches.
+    #[error("partition {tp}: remote segment {segment} corrupt at byte {position}")]
+    CorruptSegment {
+        tp: strata_log::TopicPartition,
+        segment: String,
+        position: u64,
+    },
+    /// The reader task went away before answering (shutdown).
+    #[error("remote read cancelled")]
+    Cancelled,
+}

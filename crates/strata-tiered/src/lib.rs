@@ -18,22 +18,36 @@
 //!   `strata.remote.storage.uri`.
 //! - [`bridge`]: the one crossing from synchronous callers to the async
 //!   object store.
+//! - [`manager`]: [`RemoteLogManager`], the broker's remote tier: tiered
+//!   partitions, task scheduling, the local-retention gate.
+//! - [`tasks`]: copy and expiration runs, their pure plans, bounded pools.
+//! - [`read`]: remote fetch and ListOffsets lookups.
+//! - [`index_cache`]: remote offset/time indexes cached on local disk.
+//! - [`metrics`]: Kafka-named tiered-storage counters.
 //! - [`error`]: error enums.
 
 pub mod bridge;
 pub mod config;
 pub mod error;
+pub mod index_cache;
+pub mod manager;
 pub mod metadata;
+pub mod metrics;
+pub mod read;
 pub mod rlmm;
 pub mod rsm;
+pub mod tasks;
 
 pub use bridge::Bridge;
 pub use config::{StorageLocation, TieredConfig};
-pub use error::{MetadataError, RemoteStorageError, SerdeError, TieredConfigError};
+pub use error::{MetadataError, RemoteStorageError, SerdeError, TieredConfigError, TieredError};
+pub use manager::{topic_eligible, RemoteLogManager, StartError};
 pub use metadata::{
     RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState, RemotePartitionDeleteMetadata, RemotePartitionDeleteState,
     TopicIdPartition,
 };
+pub use metrics::TieredMetrics;
+pub use read::RemoteRead;
 pub use rlmm::RemoteLogMetadataManager;
 pub use rsm::{IndexType, LogSegmentData, ObjectStoreRsm, RemoteStorageManager};

@@ -1,0 +1,222 @@
+//! Remote index cache (Kafka `RemoteIndexCache`, reference §8.4): the
+//! offset and time indexes of remote segments, downloaded once, kept on
+//! local disk in `<first log dir>/remote-log-index-cache/` and in memory,
+//! bounded by `remote.log.index.file.cache.total.size.bytes` (least
+//! recently used entry evicted first, its files removed).
+//!
+//! File names: `<startOffset>_<segmentId22>.index` / `.timeindex` (plain
+//! decimal offset, as Kafka); downloads land in `<name>.tmp` and are renamed,
+//! so a crash never leaves a half file under the final name. A restart
+//! reuses files already present.
+//!
+//! Lock: `inner` guards the map and LRU order; it is never held across a
+//! download (two readers of one cold segment may both download it; the
+//! second insert wins — both files are identical).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use strata_log::{Offset, Position, Timestamp};
+use uuid::Uuid;
+
+use crate::error::RemoteStorageError;
+use crate::metadata::{uuid_base64, RemoteLogSegmentMetadata};
+use crate::rsm::{IndexType, RemoteStorageManager};
+
+/// Name of the cache directory under the first log dir.
+pub const CACHE_DIR: &str = "remote-log-index-cache";
+
+/// The two indexes of one remote segment.
+#[derive(Clone, Debug)]
+pub struct RemoteIndexes {
+    pub base_offset: Offset,
+    pub offset_index: Bytes,
+    pub time_index: Bytes,
+}
+
+impl RemoteIndexes {
+    /// Byte position of the largest offset-index entry at or below
+    /// `target` (0 when none). Entries: relative offset u32 BE, position u32 BE.
+    pub fn position_for(&self, target: Offset) -> Position {
+        let mut best = Position(0);
+        for (i, e) in self.offset_index.chunks_exact(8).enumerate() {
+            let rel = u32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+            let pos = u32::from_be_bytes([e[4], e[5], e[6], e[7]]);
+            if i > 0 && rel == 0 && pos == 0 {
+                break; // zero-filled tail of an untrimmed index
+            }
+            if self.base_offset.plus(i64::from(rel)) > target {
+                break;
+            }
+            best = Position(pos);
+        }
+        best
+    }
+
+    /// Offset of the largest time-index entry with timestamp <= `ts`
+    /// (the segment base when none). Entries: timestamp i64 BE, relative offset u32 BE.
+    pub fn offset_for_timestamp(&self, ts: Timestamp) -> Offset {
+        let mut best = self.base_offset;
+        for (i, e) in self.time_index.chunks_exact(12).enumerate() {
+            let t = i64::from_be_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]]);
+            let rel = u32::from_be_bytes([e[8], e[9], e[10], e[11]]);
+            if i > 0 && t == 0 && rel == 0 {
+                break;
+            }
+            if t > ts.0 {
+                break;
+            }
+            best = self.base_offset.plus(i64::from(rel));
+        }
+        best
+    }
+
+    fn weight(&self) -> u64 {
+        (self.offset_index.len() + self.time_index.len()) as u64
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: HashMap<Uuid, Arc<RemoteIndexes>>,
+    lru: VecDeque<Uuid>,
+    total: u64,
+}
+
+/// The cache. Share as `Arc`.
+#[derive(Debug)]
+pub struct RemoteIndexCache {
+    dir: PathBuf,
+    max_bytes: u64,
+    inner: Mutex<Inner>,
+}
+
+impl RemoteIndexCache {
+    /// Open the cache directory (created if missing; stale `.tmp` files removed).
+    ///
+    /// # Errors
+    /// The directory cannot be created or listed.
+    pub fn open(first_log_dir: &Path, max_bytes: u64) -> std::io::Result<RemoteIndexCache> {
+        let dir = first_log_dir.join(CACHE_DIR);
+        std::fs::create_dir_all(&dir)?;
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path
+                .extension()
+                .is_some_and(|e| e == "tmp" || e == "deleted")
+            {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        Ok(RemoteIndexCache {
+            dir,
+            max_bytes,
+            inner: Mutex::new(Inner::default()),
+        })
+    }
+
+    fn file(&self, md: &RemoteLogSegmentMetadata, suffix: &str) -> PathBuf {
+        self.dir.join(format!(
+            "{}_{}{}",
+            md.start_offset.0,
+            uuid_base64(md.segment_id.id),
+            suffix
+        ))
+    }
+
+    /// Bytes the in-memory entries weigh.
+    pub fn total_bytes(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).total
+    }
+
+    /// The indexes of `md`, from memory, disk, or the remote store.
+    ///
+    /// # Errors
+    /// Download failures.
+    pub fn get(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        rsm: &dyn RemoteStorageManager,
+    ) -> Result<Arc<RemoteIndexes>, RemoteStorageError> {
+        let id = md.segment_id.id;
+        {
+            let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(found) = inner.entries.get(&id).cloned() {
+                inner.lru.retain(|x| *x != id);
+                inner.lru.push_back(id);
+                return Ok(found);
+            }
+        }
+        let offset_index = self.load(md, rsm, IndexType::Offset, ".index")?;
+        let time_index = self.load(md, rsm, IndexType::Timestamp, ".timeindex")?;
+        let entry = Arc::new(RemoteIndexes {
+            base_offset: md.start_offset,
+            offset_index,
+            time_index,
+        });
+        let mut evicted = Vec::new();
+        {
+            let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            if inner.entries.insert(id, Arc::clone(&entry)).is_none() {
+                inner.total += entry.weight();
+                inner.lru.push_back(id);
+            }
+            while inner.total > self.max_bytes && inner.lru.len() > 1 {
+                let Some(victim) = inner.lru.pop_front() else {
+                    break;
+                };
+                if let Some(e) = inner.entries.remove(&victim) {
+                    inner.total -= e.weight();
+                    evicted.push((victim, e.base_offset));
+                }
+            }
+        }
+        for (victim, base) in evicted {
+            for suffix in [".index", ".timeindex"] {
+                let path = self
+                    .dir
+                    .join(format!("{}_{}{}", base.0, uuid_base64(victim), suffix));
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Forget a deleted segment (memory and disk).
+    pub fn remove(&self, md: &RemoteLogSegmentMetadata) {
+        let id = md.segment_id.id;
+        {
+            let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(e) = inner.entries.remove(&id) {
+                inner.total -= e.weight();
+                inner.lru.retain(|x| *x != id);
+            }
+        }
+        for suffix in [".index", ".timeindex"] {
+            let _ = std::fs::remove_file(self.file(md, suffix));
+        }
+    }
+
+    fn load(
+        &self,
+        md: &RemoteLogSegmentMetadata,
+        rsm: &dyn RemoteStorageManager,
+        kind: IndexType,
+        suffix: &str,
+    ) -> Result<Bytes, RemoteStorageError> {
+        let path = self.file(md, suffix);
+        if let Ok(data) = std::fs::read(&path) {
+            return Ok(Bytes::from(data));
+        }
+        let data = rsm.fetch_index(md, kind)?;
+        let tmp = path.with_extension(format!("{}.tmp", &suffix[1..]));
+        // The disk copy is an optimisation: failing to write it only costs
+        // a download after restart.
+        if std::fs::write(&tmp, &data).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        Ok(data)
+    }
+}

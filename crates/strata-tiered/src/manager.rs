@@ -1,0 +1,416 @@
+//! [`RemoteLogManager`]: the remote tier of one broker (Kafka
+//! `RemoteLogManager`, reference §5): which partitions are tiered, the
+//! copy / expiration tasks on bounded pools every
+//! `remote.log.manager.task.interval.ms`, the remote read path on a bounded
+//! reader pool, and the gate local retention asks before deleting.
+//!
+//! # Locks
+//!
+//! `partitions` (`RwLock`) maps partitions to their [`TieredPartition`];
+//! it is held only to clone an `Arc`. Per partition, `copy_run` and
+//! `expire_run` serialise runs of each task (a slow run is never
+//! overlapped by the next tick), and `copying` (leaf) lists the segment ids
+//! a copy owns right now, which expiration must not touch.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+use strata_log::{Log, LogConfig, LogManager, Offset, SharedClock, TopicPartition};
+use uuid::Uuid;
+
+use crate::bridge::Bridge;
+use crate::config::TieredConfig;
+use crate::error::{MetadataError, TieredConfigError, TieredError};
+use crate::index_cache::RemoteIndexCache;
+use crate::metadata::{RemoteLogSegmentState, TopicIdPartition};
+use crate::metrics::TieredMetrics;
+use crate::rlmm::topic::LogManagerMetadataLog;
+use crate::rlmm::{RemoteLogMetadataManager, TopicRlmm, REMOTE_LOG_METADATA_TOPIC};
+use crate::rsm::RemoteStorageManager;
+use crate::tasks::pool::BoundedPool;
+
+/// Offsets of the remote tier are "none yet".
+const NONE: i64 = -1;
+
+/// One tiered partition led by this broker.
+#[derive(Debug)]
+pub struct TieredPartition {
+    pub tip: TopicIdPartition,
+    pub log: Arc<Log>,
+    /// Kafka `highestOffsetInRemoteStorage` (inclusive), −1 when nothing is
+    /// copied. Only rises; gates local deletion.
+    pub(crate) highest_remote: AtomicI64,
+    /// Earliest offset still readable anywhere (Kafka `logStartOffset` of a
+    /// tiered log); raised by remote expiration.
+    pub(crate) log_start: AtomicI64,
+    pub(crate) copying: Mutex<BTreeSet<Uuid>>,
+    pub(crate) copy_run: Mutex<()>,
+    pub(crate) expire_run: Mutex<()>,
+}
+
+/// Failure to start the remote tier.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] TieredConfigError),
+    #[error("remote log metadata")]
+    Metadata(#[from] MetadataError),
+    #[error("starting the tiered-storage runtime or index cache")]
+    Io(#[from] std::io::Error),
+}
+
+/// The remote tier of a broker. Share as `Arc`.
+#[derive(Debug)]
+pub struct RemoteLogManager {
+    pub(crate) config: TieredConfig,
+    pub(crate) broker_id: i32,
+    pub(crate) clock: SharedClock,
+    pub(crate) rsm: Arc<dyn RemoteStorageManager>,
+    pub(crate) rlmm: Arc<dyn RemoteLogMetadataManager>,
+    pub(crate) index_cache: RemoteIndexCache,
+    pub(crate) metrics: TieredMetrics,
+    partitions: RwLock<HashMap<TopicPartition, Arc<TieredPartition>>>,
+    copier: BoundedPool,
+    expirer: BoundedPool,
+    pub(crate) reader: BoundedPool,
+    stop: (Mutex<bool>, Condvar),
+    scheduler: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Is tiering allowed for this topic at all (reference §0): not internal,
+/// not compacted, and the topic switch is on.
+pub fn topic_eligible(topic: &str, config: &LogConfig) -> bool {
+    config.remote_storage_enable
+        && !config.cleanup_policy.compact
+        && !matches!(
+            topic,
+            "__consumer_offsets"
+                | "__transaction_state"
+                | REMOTE_LOG_METADATA_TOPIC
+                | "__cluster_metadata"
+        )
+}
+
+impl RemoteLogManager {
+    /// Assemble a manager from plug-ins (tests, embedding).
+    ///
+    /// # Errors
+    /// The index cache directory cannot be created.
+    pub fn new(
+        config: TieredConfig,
+        broker_id: i32,
+        first_log_dir: &Path,
+        rsm: Arc<dyn RemoteStorageManager>,
+        rlmm: Arc<dyn RemoteLogMetadataManager>,
+        clock: SharedClock,
+    ) -> std::io::Result<Arc<RemoteLogManager>> {
+        let index_cache = RemoteIndexCache::open(first_log_dir, config.index_cache_total_bytes)?;
+        let queue = 1024;
+        Ok(Arc::new(RemoteLogManager {
+            copier: BoundedPool::new("kafka-rlm-copy-thread-pool", config.copier_threads, queue),
+            expirer: BoundedPool::new(
+                "kafka-rlm-expiration-thread-pool",
+                config.expiration_threads,
+                queue,
+            ),
+            reader: BoundedPool::new(
+                "remote-log-reader",
+                config.reader_threads,
+                config.reader_max_pending_tasks,
+            ),
+            config,
+            broker_id,
+            clock,
+            rsm,
+            rlmm,
+            index_cache,
+            metrics: TieredMetrics::default(),
+            partitions: RwLock::new(HashMap::new()),
+            stop: (Mutex::new(false), Condvar::new()),
+            scheduler: Mutex::new(None),
+        }))
+    }
+
+    /// The broker's remote tier: the configured object store, and the
+    /// catalogue rebuilt from `__remote_log_metadata` in `logs`.
+    ///
+    /// # Errors
+    /// Bad storage settings, unreadable metadata partitions, I/O.
+    pub fn open(
+        config: TieredConfig,
+        logs: Arc<LogManager>,
+        broker_id: i32,
+        clock: SharedClock,
+    ) -> Result<Arc<RemoteLogManager>, StartError> {
+        let bridge = Arc::new(Bridge::new(2)?);
+        let rsm = Arc::new(config.build_rsm(bridge)?);
+        let metadata_log = Arc::new(LogManagerMetadataLog::open(
+            Arc::clone(&logs),
+            config.metadata_partitions,
+        )?);
+        let (rlmm, stats) = TopicRlmm::open(metadata_log, Arc::clone(&clock))?;
+        tracing::info!(
+            applied = stats.applied,
+            skipped = stats.skipped,
+            "remote log metadata rebuilt"
+        );
+        let first_dir = logs
+            .log_dirs()
+            .first()
+            .map(|d| d.path.clone())
+            .unwrap_or_default();
+        Ok(RemoteLogManager::new(
+            config,
+            broker_id,
+            &first_dir,
+            rsm,
+            Arc::new(rlmm),
+            clock,
+        )?)
+    }
+
+    pub fn config(&self) -> &TieredConfig {
+        &self.config
+    }
+
+    pub fn metrics(&self) -> &TieredMetrics {
+        &self.metrics
+    }
+
+    pub fn rsm(&self) -> &Arc<dyn RemoteStorageManager> {
+        &self.rsm
+    }
+
+    pub fn rlmm(&self) -> &Arc<dyn RemoteLogMetadataManager> {
+        &self.rlmm
+    }
+
+    /// Start tiering `log` (this broker leads it and its topic is
+    /// eligible). Idempotent.
+    pub fn register(&self, log: Arc<Log>, topic_id: Uuid) {
+        let tp = log.topic_partition().clone();
+        let tip = TopicIdPartition::new(topic_id, tp.clone());
+        let finished: Vec<_> = self
+            .rlmm
+            .list_remote_log_segments(&tip)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|md| md.state == RemoteLogSegmentState::CopySegmentFinished)
+            .collect();
+        let highest = finished
+            .iter()
+            .map(|md| md.end_offset.0)
+            .max()
+            .unwrap_or(NONE);
+        let start = finished
+            .iter()
+            .map(|md| md.start_offset)
+            .min()
+            .unwrap_or(log.log_start_offset())
+            .min(log.log_start_offset());
+        let mut partitions = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+        partitions.entry(tp).or_insert_with(|| {
+            Arc::new(TieredPartition {
+                tip,
+                log,
+                highest_remote: AtomicI64::new(highest),
+                log_start: AtomicI64::new(start.0),
+                copying: Mutex::new(BTreeSet::new()),
+                copy_run: Mutex::new(()),
+                expire_run: Mutex::new(()),
+            })
+        });
+    }
+
+    /// Stop tiering a partition (deleted, or no longer led here).
+    pub fn unregister(&self, tp: &TopicPartition) {
+        self.partitions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(tp);
+    }
+
+    pub fn partition(&self, tp: &TopicPartition) -> Option<Arc<TieredPartition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tp)
+            .cloned()
+    }
+
+    pub fn is_tiered(&self, tp: &TopicPartition) -> bool {
+        self.partition(tp).is_some()
+    }
+
+    fn all(&self) -> Vec<Arc<TieredPartition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Kafka `highestOffsetInRemoteStorage`: `None` when nothing is copied
+    /// or the partition is not tiered (ListOffsets LATEST_TIERED answers −1).
+    pub fn highest_offset_in_remote_storage(&self, tp: &TopicPartition) -> Option<Offset> {
+        let v = self.partition(tp)?.highest_remote.load(Ordering::Acquire);
+        (v >= 0).then_some(Offset(v))
+    }
+
+    /// The earliest offset readable from either tier (ListOffsets EARLIEST
+    /// and the log start reported in fetch responses); `None` when not tiered.
+    pub fn log_start_offset(&self, tp: &TopicPartition) -> Option<Offset> {
+        let p = self.partition(tp)?;
+        Some(Offset(p.log_start.load(Ordering::Acquire)).min(p.log.log_start_offset()))
+    }
+
+    /// The local-retention gate: a local segment whose offsets end before
+    /// `upper_bound` may be deleted locally only once all of it is in remote
+    /// storage. Untiered partitions are not gated.
+    pub fn may_delete_locally(&self, tp: &TopicPartition, upper_bound: Offset) -> bool {
+        match self.partition(tp) {
+            None => true,
+            Some(p) => upper_bound.0 - 1 <= p.highest_remote.load(Ordering::Acquire),
+        }
+    }
+
+    /// One round of every task for every partition, on the bounded pools;
+    /// returns when all finished. Errors are counted and logged, and the
+    /// next round retries (Kafka's behaviour).
+    pub fn run_tasks_once(self: &Arc<Self>) {
+        let (tx, rx) = mpsc::channel::<()>();
+        let mut submitted = 0;
+        for p in self.all() {
+            let (me, part, done) = (Arc::clone(self), Arc::clone(&p), tx.clone());
+            if self
+                .copier
+                .try_submit(move || {
+                    if let Err(error) = me.copy_partition(&part) {
+                        tracing::warn!(tp = %part.tip.tp, %error, "remote copy failed; retrying next run");
+                    }
+                    let _ = done.send(());
+                })
+                .is_ok()
+            {
+                submitted += 1;
+            }
+            let (me, part, done) = (Arc::clone(self), p, tx.clone());
+            if self
+                .expirer
+                .try_submit(move || {
+                    if let Err(error) = me.expire_partition(&part) {
+                        tracing::warn!(tp = %part.tip.tp, %error, "remote expiration failed; retrying next run");
+                    }
+                    let _ = done.send(());
+                })
+                .is_ok()
+            {
+                submitted += 1;
+            }
+        }
+        drop(tx);
+        for _ in 0..submitted {
+            if rx.recv().is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Run [`Self::run_tasks_once`] every `remote.log.manager.task.interval.ms`
+    /// on a named thread until [`Self::shutdown`].
+    ///
+    /// # Errors
+    /// The thread cannot be started.
+    pub fn start(self: &Arc<Self>) -> std::io::Result<()> {
+        let me = Arc::clone(self);
+        let interval = std::time::Duration::from_millis(self.config.task_interval_ms.max(1) as u64);
+        let handle = std::thread::Builder::new()
+            .name("strata-rlm-scheduler".into())
+            .spawn(move || loop {
+                me.run_tasks_once();
+                let (lock, cv) = &me.stop;
+                let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                let (stopped, _) = cv
+                    .wait_timeout(stopped, interval)
+                    .unwrap_or_else(|p| p.into_inner());
+                if *stopped {
+                    return;
+                }
+            })?;
+        *self.scheduler.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        Ok(())
+    }
+
+    /// Stop the scheduler and the pools (running tasks finish first).
+    pub fn shutdown(&self) {
+        {
+            let (lock, cv) = &self.stop;
+            *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            cv.notify_all();
+        }
+        if let Some(h) = self
+            .scheduler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = h.join();
+        }
+        self.copier.shutdown();
+        self.expirer.shutdown();
+        self.reader.shutdown();
+    }
+
+    /// Copy every eligible segment of `tp` now (one copy-task run).
+    ///
+    /// # Errors
+    /// See [`TieredError`]; segments copied before the failure stay copied.
+    pub fn copy_once(&self, tp: &TopicPartition) -> Result<usize, TieredError> {
+        let p = self
+            .partition(tp)
+            .ok_or_else(|| TieredError::NotTiered { tp: tp.clone() })?;
+        self.copy_partition(&p)
+    }
+
+    /// One expiration-task run for `tp`; returns the segments deleted.
+    ///
+    /// # Errors
+    /// See [`TieredError`].
+    pub fn expire_once(&self, tp: &TopicPartition) -> Result<usize, TieredError> {
+        let p = self
+            .partition(tp)
+            .ok_or_else(|| TieredError::NotTiered { tp: tp.clone() })?;
+        self.expire_partition(&p)
+    }
+
+    pub(crate) fn metadata_err(
+        tp: &TopicPartition,
+    ) -> impl FnOnce(MetadataError) -> TieredError + '_ {
+        move |source| TieredError::Metadata {
+            tp: tp.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    pub(crate) fn storage_err(
+        tp: &TopicPartition,
+    ) -> impl FnOnce(crate::error::RemoteStorageError) -> TieredError + '_ {
+        move |source| TieredError::Storage {
+            tp: tp.clone(),
+            source: Box::new(source),
+        }
+    }
+}
+
+impl Drop for RemoteLogManager {
+    fn drop(&mut self) {
+        let (lock, cv) = &self.stop;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+    }
+}
