@@ -325,6 +325,7 @@ fn is_known(name: &str) -> bool {
         "log.flush.start.offset.checkpoint.interval.ms",
         "offsets.topic.num.partitions",
         "strata.durable.append",
+        "producer.id.expiration.ms",
         "cluster.id",
         "process.roles",
         "controller.quorum.voters",

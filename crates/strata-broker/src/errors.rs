@@ -7,6 +7,7 @@
 
 use kafka_protocol::error::ResponseError;
 use strata_log::batch::ErrorClass;
+use strata_log::producer_state::ProducerStateError;
 use strata_log::LogError;
 use thiserror::Error;
 
@@ -114,7 +115,27 @@ pub(crate) fn log_error_code(e: &LogError) -> ResponseError {
         }
         LogError::Closed { .. } => R::NotLeaderOrFollower,
         LogError::Config { .. } => R::InvalidConfig,
+        LogError::ProducerState { source, .. } => producer_state_code(source),
         _ => R::UnknownServerError,
+    }
+}
+
+/// Idempotence/transaction rule failures (`strata_log::producer_state`).
+/// A retried duplicate is not an error: the log answers it with the original
+/// offsets and the client gets NONE, as from Kafka (which has not returned
+/// DUPLICATE_SEQUENCE_NUMBER since 1.0).
+fn producer_state_code(e: &ProducerStateError) -> ResponseError {
+    use ResponseError as R;
+    match e {
+        ProducerStateError::InvalidProducerEpoch { .. } => R::InvalidProducerEpoch,
+        ProducerStateError::OutOfOrderSequence { .. } => R::OutOfOrderSequenceNumber,
+        ProducerStateError::InvalidTxnState { .. } => R::InvalidTxnState,
+        ProducerStateError::TransactionCoordinatorFenced { .. } => R::TransactionCoordinatorFenced,
+        ProducerStateError::InvalidControlBatch { .. } => R::InvalidRecord,
+        ProducerStateError::CorruptSnapshot { .. } | ProducerStateError::Io { .. } => {
+            R::KafkaStorageError
+        }
+        ProducerStateError::ProducerIdMismatch { .. } => R::UnknownServerError,
     }
 }
 
@@ -161,6 +182,41 @@ mod tests {
         };
         assert_eq!(log_error_code(&big).code(), 18);
         assert_eq!(ApiError::TopicAlreadyExists.code(), 36);
+    }
+
+    #[test]
+    fn producer_state_errors_map_to_kafka_codes() {
+        use strata_log::producer_state::SequenceFault;
+        use strata_log::{ProducerEpoch, ProducerId};
+        let wrap = |source| LogError::ProducerState { tp: tp(), source };
+        let epoch = wrap(ProducerStateError::InvalidProducerEpoch {
+            producer_id: ProducerId(1),
+            offset: Offset(0),
+            epoch: ProducerEpoch(0),
+            current_epoch: ProducerEpoch(1),
+        });
+        assert_eq!(log_error_code(&epoch).code(), 47);
+        let seq = wrap(ProducerStateError::OutOfOrderSequence {
+            producer_id: ProducerId(1),
+            offset: Offset(0),
+            epoch: ProducerEpoch(0),
+            first_sequence: 9,
+            fault: SequenceFault::NotNextInSequence { last_sequence: 3 },
+        });
+        assert_eq!(log_error_code(&seq).code(), 45);
+        let txn = wrap(ProducerStateError::InvalidTxnState {
+            producer_id: ProducerId(1),
+            offset: Offset(0),
+            txn_first_offset: Offset(0),
+        });
+        assert_eq!(log_error_code(&txn).code(), 48);
+        let fenced = wrap(ProducerStateError::TransactionCoordinatorFenced {
+            producer_id: ProducerId(1),
+            offset: Offset(0),
+            coordinator_epoch: 1,
+            current_coordinator_epoch: 2,
+        });
+        assert_eq!(log_error_code(&fenced).code(), 52);
         assert_eq!(ApiError::UnknownTopicOrPartition.code(), 3);
     }
 }
