@@ -489,3 +489,30 @@ fn delete_records_is_enforced_persisted_and_then_reclaimed() {
     assert_eq!(bases(&log), vec![2, 4, 6]);
     assert_eq!(log.log_start_offset(), Offset(3));
 }
+
+#[test]
+fn the_manager_removes_renamed_snapshots_after_the_delay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(10 * HOUR);
+    let m = manager(tmp.path(), &clock);
+    let tp = TopicPartition::new("snap", 0);
+    let log = m.get_or_create_log(&tp, m_cfg(), None).unwrap();
+    put(&log, 0);
+    log.roll().unwrap();
+    put(&log, 10 * HOUR);
+    let dir = log.dir();
+    std::fs::write(dir.join("00000000000000000000.snapshot"), b"s0").unwrap();
+    let round = m.run_retention_once();
+    assert_eq!((round.logs, round.segments_deleted), (1, 1));
+    assert!(round.bytes_deleted > 0);
+    let renamed = dir.join("00000000000000000000.snapshot.deleted");
+    assert!(renamed.exists());
+    clock.advance(999);
+    m.run_background_once();
+    assert!(renamed.exists());
+    clock.advance(1);
+    m.run_background_once();
+    assert!(!renamed.exists());
+    assert!(names_with(&dir, ".deleted").is_empty());
+    m.shutdown().unwrap();
+}
