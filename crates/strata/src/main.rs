@@ -11,6 +11,7 @@
 //! Exit codes: 0 success, 1 verification failures (corruption found),
 //! 2 usage or I/O errors.
 
+mod compact;
 mod doctor;
 mod dump;
 mod read;
@@ -66,6 +67,8 @@ enum LogCommand {
     Verify(verify::VerifyArgs),
     /// Explain a partition: retention, compaction, restart cost, rolls, indexes.
     Doctor(doctor::DoctorArgs),
+    /// Estimate what compaction would reclaim (`--dry-run`; read-only).
+    Compact(compact::CompactArgs),
 }
 
 fn init_tracing() {
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
         Command::Log(LogCommand::Dump(args)) => dump::run(&args),
         Command::Log(LogCommand::Verify(args)) => verify::run(&args),
         Command::Log(LogCommand::Doctor(args)) => doctor::run(&args),
+        Command::Log(LogCommand::Compact(args)) => compact::run(&args),
     };
     ExitCode::from(code)
 }
