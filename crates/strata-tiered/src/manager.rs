@@ -64,7 +64,6 @@ pub enum StartError {
 }
 
 /// The remote tier of a broker. Share as `Arc`.
-#[derive(Debug)]
 pub struct RemoteLogManager {
     pub(crate) config: TieredConfig,
     pub(crate) broker_id: i32,
@@ -79,6 +78,23 @@ pub struct RemoteLogManager {
     pub(crate) reader: BoundedPool,
     stop: (Mutex<bool>, Condvar),
     scheduler: Mutex<Option<JoinHandle<()>>>,
+    source: Mutex<Option<PartitionSource>>,
+}
+
+/// Lists the partitions to tier: `(log, topic id)`.
+pub type PartitionSource = Arc<dyn Fn() -> Vec<(Arc<Log>, Uuid)> + Send + Sync>;
+
+impl std::fmt::Debug for RemoteLogManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteLogManager")
+            .field("broker_id", &self.broker_id)
+            .field("location", &self.config.location)
+            .field(
+                "partitions",
+                &self.partitions.read().map(|p| p.len()).unwrap_or(0),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// Is tiering allowed for this topic at all (reference §0): not internal,
@@ -132,6 +148,7 @@ impl RemoteLogManager {
             partitions: RwLock::new(HashMap::new()),
             stop: (Mutex::new(false), Condvar::new()),
             scheduler: Mutex::new(None),
+            source: Mutex::new(None),
         }))
     }
 
@@ -213,25 +230,76 @@ impl RemoteLogManager {
             .unwrap_or(log.log_start_offset())
             .min(log.log_start_offset());
         let mut partitions = self.partitions.write().unwrap_or_else(|p| p.into_inner());
-        partitions.entry(tp).or_insert_with(|| {
-            Arc::new(TieredPartition {
-                tip,
-                log,
-                highest_remote: AtomicI64::new(highest),
-                log_start: AtomicI64::new(start.0),
-                copying: Mutex::new(BTreeSet::new()),
-                copy_run: Mutex::new(()),
-                expire_run: Mutex::new(()),
-            })
+        if partitions.contains_key(&tp) {
+            return;
+        }
+        let part = Arc::new(TieredPartition {
+            tip,
+            log: Arc::clone(&log),
+            highest_remote: AtomicI64::new(highest),
+            log_start: AtomicI64::new(start.0),
+            copying: Mutex::new(BTreeSet::new()),
+            copy_run: Mutex::new(()),
+            expire_run: Mutex::new(()),
         });
+        // Local retention may delete only what is copied; a weak reference
+        // so the log does not keep the partition state alive.
+        let weak = Arc::downgrade(&part);
+        log.set_retention_gate(Some(Arc::new(move |_: &TopicPartition| {
+            weak.upgrade()
+                .map(|p| Offset(p.highest_remote.load(Ordering::Acquire) + 1))
+        })));
+        partitions.insert(tp, part);
     }
 
     /// Stop tiering a partition (deleted, or no longer led here).
     pub fn unregister(&self, tp: &TopicPartition) {
-        self.partitions
+        let removed = self
+            .partitions
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(tp);
+        if let Some(p) = removed {
+            p.log.set_retention_gate(None);
+        }
+    }
+
+    /// Tell the manager where tiered partitions come from: called at each
+    /// task round, it lists every partition that should be tiered now
+    /// (eligible topic, led here) with its topic id. New ones are registered,
+    /// vanished ones unregistered — so topic creation, deletion and config
+    /// changes need no hook of their own.
+    pub fn set_partition_source(&self, source: PartitionSource) {
+        *self.source.lock().unwrap_or_else(|p| p.into_inner()) = Some(source);
+    }
+
+    /// Apply the partition source now (also done at each task round).
+    pub fn sync_partitions(&self) {
+        let source = self
+            .source
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let Some(source) = source else { return };
+        let wanted = source();
+        let keep: std::collections::HashSet<TopicPartition> = wanted
+            .iter()
+            .map(|(log, _)| log.topic_partition().clone())
+            .collect();
+        let stale: Vec<TopicPartition> = self
+            .partitions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .filter(|tp| !keep.contains(*tp))
+            .cloned()
+            .collect();
+        for tp in stale {
+            self.unregister(&tp);
+        }
+        for (log, topic_id) in wanted {
+            self.register(log, topic_id);
+        }
     }
 
     pub fn partition(&self, tp: &TopicPartition) -> Option<Arc<TieredPartition>> {
@@ -283,6 +351,7 @@ impl RemoteLogManager {
     /// returns when all finished. Errors are counted and logged, and the
     /// next round retries (Kafka's behaviour).
     pub fn run_tasks_once(self: &Arc<Self>) {
+        self.sync_partitions();
         let (tx, rx) = mpsc::channel::<()>();
         let mut submitted = 0;
         for p in self.all() {

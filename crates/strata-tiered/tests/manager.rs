@@ -157,8 +157,16 @@ fn copy_read_list_offsets_and_restart() {
         "small segment.bytes must roll: {}",
         segments.len()
     );
+    let local = local_batches(&f.log, Offset(0));
     let rlm = manager_with(&f, local_rsm(&f));
     assert!(!rlm.may_delete_locally(&f.tp, segments[1].base_offset));
+    // Before anything is copied, local retention deletes nothing.
+    f.log.update_config(LogConfig {
+        local_retention_bytes: 1,
+        ..f.log.config()
+    });
+    f.log.delete_old_segments().unwrap();
+    assert_eq!(f.log.segments().len(), segments.len());
 
     let copied = rlm.copy_once(&f.tp).unwrap();
     assert_eq!(
@@ -175,8 +183,27 @@ fn copy_read_list_offsets_and_restart() {
     assert!(!rlm.may_delete_locally(&f.tp, Offset(last_sealed_end + 2)));
     assert_eq!(rlm.copy_once(&f.tp).unwrap(), 0, "nothing new to copy");
 
+    // Local retention (local.retention.bytes=1) drops exactly the copied
+    // segments; the active one stays. Reads below it now go remote.
+    let before_local = f.log.segments().len();
+    f.log.update_config(LogConfig {
+        local_retention_bytes: 1,
+        ..f.log.config()
+    });
+    f.log.delete_old_segments().unwrap();
+    assert_eq!(
+        f.log.segments().len(),
+        1,
+        "{before_local} segments, all but the active one copied"
+    );
+    assert_eq!(f.log.log_start_offset(), Offset(last_sealed_end + 1));
+    assert_eq!(
+        rlm.log_start_offset(&f.tp),
+        Some(Offset(0)),
+        "earliest offset spans both tiers"
+    );
+
     // Every batch read remotely is byte-identical to the local one.
-    let local = local_batches(&f.log, Offset(0));
     let mut next = Offset(0);
     let mut remote = Vec::new();
     while next.0 <= last_sealed_end {
@@ -202,20 +229,17 @@ fn copy_read_list_offsets_and_restart() {
         Err(TieredError::OffsetOutOfRange { .. })
     ));
 
-    // ListOffsets by timestamp agrees with the local log.
+    // ListOffsets by timestamp, served from the remote tier.
     for ts in [0, 1000, 1005, 1330, 1000 + 10 * last_sealed_end] {
         let remote = rlm
             .offset_for_timestamp(&f.tp, Timestamp(ts))
             .unwrap()
             .unwrap();
-        let local = f
-            .log
-            .fetch_offset_for_timestamp(Timestamp(ts))
-            .unwrap()
-            .unwrap();
+        // Record i has timestamp 1000 + 10·i: the first at or after ts.
+        let want = ((ts - 1000).max(0) + 9) / 10;
         assert_eq!(
             (remote.offset, remote.timestamp),
-            (local.offset, local.timestamp),
+            (Offset(want), Timestamp(1000 + 10 * want)),
             "ts {ts}"
         );
     }

@@ -136,6 +136,12 @@ pub(crate) struct AppendState {
 /// producer-state manager (idempotence, transactions) attaches here.
 pub type AppendHook = Arc<dyn Fn(&TopicPartition, &[u8], &LogAppendInfo) + Send + Sync>;
 
+/// Asked at each retention pass (tiered storage, KIP-405): `Some(limit)`
+/// means the log is tiered, so retention uses `local.retention.*` and may
+/// delete only segments whose offsets all lie below `limit` (already in
+/// remote storage); `None` means ordinary retention.
+pub type RetentionGate = Arc<dyn Fn(&TopicPartition) -> Option<Offset> + Send + Sync>;
+
 /// One partition. `Send + Sync`; share as `Arc<Log>`. See the module docs
 /// for the locks.
 pub struct Log {
@@ -157,6 +163,7 @@ pub struct Log {
     closed: AtomicBool,
     recovery: RecoveryStats,
     append_hook: RwLock<Option<AppendHook>>,
+    retention_gate: RwLock<Option<RetentionGate>>,
     /// Segments renamed `.deleted`, awaiting `file.delete.delay.ms` (leaf lock).
     pending_deletes: Mutex<Vec<truncate::PendingDelete>>,
 }
@@ -259,6 +266,7 @@ impl Log {
             closed: AtomicBool::new(false),
             recovery: loaded.stats,
             append_hook: RwLock::new(None),
+            retention_gate: RwLock::new(None),
             pending_deletes: Mutex::new(Vec::new()),
         }))
     }
@@ -290,6 +298,14 @@ impl Log {
     /// Attach the producer-state seam (called after each append).
     pub fn set_append_hook(&self, hook: Option<AppendHook>) {
         *self.append_hook.write().unwrap_or_else(|e| e.into_inner()) = hook;
+    }
+
+    /// Install or clear the tiered-storage [`RetentionGate`].
+    pub fn set_retention_gate(&self, gate: Option<RetentionGate>) {
+        *self
+            .retention_gate
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = gate;
     }
 
     /// What loading and recovery did when this log was opened.

@@ -28,6 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{AppendState, Log};
+use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::retention::{
     self, LogSnapshot, RetentionDecision, RetentionPolicy, SegmentSnapshot, TimestampSource,
@@ -71,6 +72,21 @@ pub(crate) fn largest_timestamp(seg: &Segment) -> Result<(Timestamp, TimestampSo
 }
 
 impl Log {
+    /// The policy of this pass and, for a tiered log (its
+    /// [`super::RetentionGate`] answers), the offset below which segments
+    /// are in remote storage and may go locally.
+    fn retention_policy(&self, cfg: &LogConfig) -> (RetentionPolicy, Option<Offset>) {
+        let gate = self
+            .retention_gate
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match gate.and_then(|g| g(&self.tp)) {
+            Some(limit) => (RetentionPolicy::local_tiered(cfg), Some(limit)),
+            None => (RetentionPolicy::from_config(cfg), None),
+        }
+    }
+
     /// The log as retention sees it now (reads each segment's largest
     /// timestamp, loading its time index lazily).
     ///
@@ -110,8 +126,11 @@ impl Log {
         self.check_usable()?;
         let cfg = self.config_arc();
         let now = self.clock.now_ms();
-        let policy = RetentionPolicy::from_config(&cfg);
-        let early = retention::decide(&self.retention_snapshot()?, &policy, now);
+        let (policy, tiered_limit) = self.retention_policy(&cfg);
+        let mut early = retention::decide(&self.retention_snapshot()?, &policy, now);
+        if let Some(limit) = tiered_limit {
+            early.limit_to_upper_bound(limit);
+        }
         if early.is_empty() {
             return Ok(RetentionOutcome {
                 decision: early,
@@ -131,7 +150,11 @@ impl Log {
         let cfg = self.config_arc();
         let now = self.clock.now_ms();
         let snap = self.retention_snapshot()?;
-        let decision = retention::decide(&snap, &RetentionPolicy::from_config(&cfg), now);
+        let (policy, tiered_limit) = self.retention_policy(&cfg);
+        let mut decision = retention::decide(&snap, &policy, now);
+        if let Some(limit) = tiered_limit {
+            decision.limit_to_upper_bound(limit);
+        }
         let delete_due_ms = now.saturating_add(cfg.file_delete_delay_ms);
         if decision.is_empty() {
             return Ok(RetentionOutcome {

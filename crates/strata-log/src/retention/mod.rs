@@ -155,7 +155,38 @@ pub struct RetentionDecision {
     pub new_log_start_offset: Option<Offset>,
 }
 
+impl RetentionPolicy {
+    /// The local policy of a tiered topic (KIP-405): `local.retention.ms`
+    /// and `local.retention.bytes`, where −2 means "the total value".
+    pub fn local_tiered(config: &LogConfig) -> RetentionPolicy {
+        let pick = |local: i64, total: i64| if local == -2 { total } else { local };
+        RetentionPolicy {
+            delete: config.cleanup_policy.delete,
+            retention_ms: pick(config.local_retention_ms, config.retention_ms),
+            retention_bytes: pick(config.local_retention_bytes, config.retention_bytes),
+        }
+    }
+}
+
 impl RetentionDecision {
+    /// Tiered storage: keep only the deletions whose offsets all lie below
+    /// `limit` (copied to remote storage); log-start breaches always stay.
+    /// Deletions are a prefix, so the result is one too.
+    pub fn limit_to_upper_bound(&mut self, limit: Offset) {
+        let keep = self
+            .deletions
+            .iter()
+            .take_while(|d| {
+                d.reason == DeletionReason::LogStartOffsetBreach || d.upper_bound <= limit
+            })
+            .count();
+        if keep < self.deletions.len() {
+            self.deletions.truncate(keep);
+            self.roll_active_first = false;
+            self.new_log_start_offset = self.deletions.last().map(|d| d.upper_bound);
+        }
+    }
+
     /// Nothing to do.
     pub fn is_empty(&self) -> bool {
         self.deletions.is_empty()
