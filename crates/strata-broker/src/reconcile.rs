@@ -9,6 +9,9 @@
 //! - A partition whose leader-epoch cache is ahead of the stored epoch raises
 //!   the stored epoch, so new appends never go back in epoch.
 //! - Every loaded log gets its topic's effective config.
+//! - Every log's high watermark moves to its log end offset: this broker is
+//!   the only replica, so the ISR is itself and everything it holds is
+//!   committed (Kafka's leader does the same once the ISR has caught up).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -79,6 +82,7 @@ pub(crate) fn reconcile(
                     if log.config() != cfg {
                         log.update_config(cfg.clone());
                     }
+                    log.update_high_watermark(log.log_end_offset());
                 }
                 None => {
                     logs.get_or_create_log(&tp, cfg.clone(), Some(info.id))?;
