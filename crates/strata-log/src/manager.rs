@@ -64,6 +64,9 @@ impl LogManagerConfig {
     }
 }
 
+/// Per-topic config lookup: topic name → its full config.
+pub type TopicConfigProvider = Arc<dyn Fn(&str) -> LogConfig + Send + Sync>;
+
 /// One log directory as DescribeLogDirs reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogDirInfo {
@@ -97,7 +100,7 @@ pub struct LogManager {
     dirs: Vec<LogDir>,
     logs: RwLock<BTreeMap<TopicPartition, Arc<Log>>>,
     create: Mutex<()>,
-    topic_config: RwLock<Option<Arc<dyn Fn(&str) -> LogConfig + Send + Sync>>>,
+    topic_config: RwLock<Option<TopicConfigProvider>>,
     pending_dir_deletes: Mutex<Vec<PendingDirDelete>>,
     last_recovery_checkpoint_ms: AtomicI64,
     last_start_checkpoint_ms: AtomicI64,
@@ -332,7 +335,7 @@ impl LogManager {
     }
 
     /// Per-topic config overrides for logs created or loaded later.
-    pub fn set_topic_config_provider(&self, f: Arc<dyn Fn(&str) -> LogConfig + Send + Sync>) {
+    pub fn set_topic_config_provider(&self, f: TopicConfigProvider) {
         let logs = self.all_logs();
         for log in logs {
             log.update_config(f(&log.topic_partition().topic));

@@ -23,13 +23,15 @@
 //! - `state` (a `Mutex`) guards the indexes and the roll/timestamp counters.
 //!   It is held only for index work, never across a `.log` write or scan.
 
+mod files;
 mod recover;
 pub(crate) mod scan;
 
+pub use files::IndexFileState;
 pub use recover::{EpochSink, SegmentRecovery};
 pub use scan::BatchSummary;
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -696,28 +698,6 @@ impl Segment {
         Ok(())
     }
 
-    /// Strata's load-time index check (a safe superset of Kafka, §3.7),
-    /// done with `stat` and two small `pread`s so loading never maps an
-    /// index: Kafka's sanity checks (whole entries, last offset ≥ base, time
-    /// index last timestamp ≥ first) plus "the last two entries strictly
-    /// increase", which catches a preallocated zero-filled tail left by a
-    /// crash.
-    pub fn check_index_files(&self) -> (IndexFileState, IndexFileState) {
-        let (o, t) = self.index_paths();
-        (
-            check_index_file(&o, 8, |a, b| {
-                let (ra, pa) = (be_i32(a, 0), be_i32(a, 4));
-                let (rb, pb) = (be_i32(b, 0), be_i32(b, 4));
-                rb > ra && pb >= pa
-            }),
-            check_index_file(&t, 12, |a, b| {
-                let (ta, ra) = (be_i64(a, 0), be_i32(a, 8));
-                let (tb, rb) = (be_i64(b, 0), be_i32(b, 8));
-                tb > ta && rb >= ra
-            }),
-        )
-    }
-
     /// Index fill: (offset entries, offset max, time entries, time max).
     ///
     /// # Errors
@@ -731,84 +711,6 @@ impl Segment {
         };
         let i = st.time_index(base).map_err(idx_err)?;
         Ok((oe, om, i.entries(), i.max_entries()))
-    }
-
-    /// Rename every file of the segment from `old_suffix` to `new_suffix`
-    /// (e.g. `""` → `.deleted`). Index files never materialised are not
-    /// created (§13.6). Order: .log, .index, .timeindex, .txnindex.
-    ///
-    /// # Errors
-    /// The first rename error.
-    pub fn change_suffix(&self, old_suffix: &str, new_suffix: &str) -> Result<(), LogError> {
-        let mut st = self.lock();
-        let swap = |p: &Path| -> PathBuf {
-            let s = p.to_string_lossy();
-            let stem = s.strip_suffix(old_suffix).unwrap_or(&s);
-            PathBuf::from(format!("{stem}{new_suffix}"))
-        };
-        let new_log = swap(&st.log_path);
-        fs::rename(&st.log_path, &new_log)
-            .map_err(|e| LogError::io(&st.log_path, "rename segment", e))?;
-        st.log_path = new_log;
-        match &mut st.offset_index {
-            Lazy::Unopened(p) => {
-                let np = swap(p);
-                rename_if_exists(p, &np)?;
-                *p = np;
-            }
-            Lazy::Open(i) => {
-                let np = swap(i.path());
-                i.rename_to(&np).map_err(idx_err)?;
-            }
-        }
-        match &mut st.time_index {
-            Lazy::Unopened(p) => {
-                let np = swap(p);
-                rename_if_exists(p, &np)?;
-                *p = np;
-            }
-            Lazy::Open(i) => {
-                let np = swap(i.path());
-                i.rename_to(&np).map_err(idx_err)?;
-            }
-        }
-        let np = swap(&st.txn_path);
-        rename_if_exists(&st.txn_path, &np)?;
-        st.txn_path = np;
-        Ok(())
-    }
-
-    /// Delete every file of the segment (missing files are fine).
-    ///
-    /// # Errors
-    /// The first delete error other than "not found".
-    pub fn delete_files(&self) -> Result<(), LogError> {
-        let mut st = self.lock();
-        let paths = [
-            Some(st.log_path.clone()),
-            match &st.offset_index {
-                Lazy::Unopened(p) => Some(p.clone()),
-                Lazy::Open(i) => Some(i.path().to_path_buf()),
-            },
-            match &st.time_index {
-                Lazy::Unopened(p) => Some(p.clone()),
-                Lazy::Open(i) => Some(i.path().to_path_buf()),
-            },
-            Some(st.txn_path.clone()),
-        ];
-        // Drop the mappings first.
-        let op = std::mem::replace(&mut st.offset_index, Lazy::Unopened(PathBuf::new()));
-        let tp = std::mem::replace(&mut st.time_index, Lazy::Unopened(PathBuf::new()));
-        drop(op);
-        drop(tp);
-        for p in paths.into_iter().flatten() {
-            match fs::remove_file(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(LogError::io(&p, "delete segment file", e)),
-            }
-        }
-        Ok(())
     }
 
     /// First offset whose batch has `max_timestamp >= ts`, at or after
@@ -852,97 +754,21 @@ impl Segment {
         Ok(None)
     }
 
-    /// Summaries of every batch from `position` to the end (tests, tools).
+    /// Summaries of every batch (tests, tools).
     ///
     /// # Errors
     /// I/O errors; a corrupt batch ends the list.
-    pub fn batch_summaries(&self) -> Result<Vec<(u64, u64, Offset, Offset, Timestamp)>, LogError> {
+    pub fn batch_summaries(&self) -> Result<Vec<BatchSummary>, LogError> {
         let mut out = Vec::new();
         let mut it = FileBatches::new(&self.file, 0, self.size(), SCAN_CHUNK);
         while let Some(item) = it.next_header() {
             match item {
-                Ok(b) => out.push((
-                    b.position,
-                    b.size,
-                    b.base_offset,
-                    b.last_offset,
-                    b.max_timestamp,
-                )),
+                Ok(b) => out.push(b),
                 Err(ScanError::Corrupt { .. }) => break,
                 Err(ScanError::Io(e)) => return Err(LogError::io(self.log_path(), "read", e)),
             }
         }
         Ok(out)
-    }
-}
-
-/// What [`Segment::check_index_files`] found for one index file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IndexFileState {
-    Missing,
-    Valid,
-    Invalid,
-}
-
-fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
-/// Check one index file by its length, first entry and last two entries.
-fn check_index_file(
-    path: &Path,
-    entry: usize,
-    increasing: impl Fn(&[u8], &[u8]) -> bool,
-) -> IndexFileState {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return IndexFileState::Missing,
-        Err(_) => return IndexFileState::Invalid,
-    };
-    let Ok(len) = file.metadata().map(|m| m.len() as usize) else {
-        return IndexFileState::Invalid;
-    };
-    if len % entry != 0 {
-        return IndexFileState::Invalid;
-    }
-    let n = len / entry;
-    if n == 0 {
-        return IndexFileState::Valid;
-    }
-    let mut first = vec![0u8; entry];
-    let mut tail = vec![0u8; 2 * entry];
-    let two = n >= 2;
-    let tail_at = (if two { n - 2 } else { n - 1 } * entry) as u64;
-    let tail_len = if two { 2 * entry } else { entry };
-    if file.read_exact_at(&mut first, 0).is_err()
-        || file.read_exact_at(&mut tail[..tail_len], tail_at).is_err()
-    {
-        return IndexFileState::Invalid;
-    }
-    let last = &tail[tail_len - entry..tail_len];
-    // Relative offsets sit at 0 (offset index) or 8 (time index).
-    let rel_at = if entry == 8 { 0 } else { 8 };
-    if be_i32(last, rel_at) < 0 {
-        return IndexFileState::Invalid;
-    }
-    if entry == 12 && be_i64(last, 0) < be_i64(&first, 0) {
-        return IndexFileState::Invalid;
-    }
-    if two && !increasing(&tail[..entry], last) {
-        return IndexFileState::Invalid;
-    }
-    IndexFileState::Valid
-}
-
-fn rename_if_exists(from: &Path, to: &Path) -> Result<(), LogError> {
-    match fs::rename(from, to) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(LogError::io(from, "rename index", e)),
     }
 }
 

@@ -79,6 +79,9 @@ pub fn read_time_index(path: &Path) -> Vec<(i64, i32)> {
     b.chunks(12).map(|c| (be64(c, 0), be32(c, 8))).collect()
 }
 
+/// Offset-index and time-index entries, as decoded from the files.
+pub type ExpectedEntries = (Vec<(i32, i32)>, Vec<(i64, i32)>);
+
 /// The entries Kafka writes for one segment whose appends are `appends`
 /// (each a list of batches appended together), with `interval` =
 /// `index.interval.bytes`; `closed` adds the final time-index entry.
@@ -87,7 +90,7 @@ pub fn expected_entries(
     appends: &[Vec<RawBatch>],
     interval: usize,
     closed: bool,
-) -> (Vec<(i32, i32)>, Vec<(i64, i32)>) {
+) -> ExpectedEntries {
     let mut offsets = Vec::new();
     let mut times: Vec<(i64, i32)> = Vec::new();
     let mut since = 0usize;
