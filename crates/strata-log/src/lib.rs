@@ -57,5 +57,5 @@ pub use log::{
     AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, SegmentInfo,
     TimestampAndOffset,
 };
-pub use manager::{LogDirInfo, LogManager, LogManagerConfig};
+pub use manager::{LogDirInfo, LogManager, LogManagerConfig, TopicConfigProvider};
 pub use segment::Segment;
