@@ -814,3 +814,73 @@ fn bootstrap_server_configs_come_from_describe_configs() {
     assert_eq!(code, 2);
     assert!(err.contains(&gone), "{err}");
 }
+
+#[test]
+fn kafka_fixture_partition_answers_each_applicable_symptom() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_fixture(tmp.path(), "data-lz4", "events-0");
+    let (m, _) = manifest(&fixtures().join("data-lz4"));
+    let size = m["size_in_bytes"].as_u64().unwrap();
+    let batches = m["batches"].as_array().unwrap();
+    let first_ts = batches[0]["max_timestamp"].as_i64().unwrap();
+    let last_ts = batches
+        .iter()
+        .map(|b| b["max_timestamp"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    // A broker whose clock is a day behind the producer's: the data is "in
+    // the future" and cannot expire before last_ts + retention.ms.
+    let r = doctor(&dir, last_ts - DAY, &[]);
+    let f = expect(
+        &r,
+        "retention_does_not_fire",
+        "future_timestamp",
+        "message.timestamp.type",
+    );
+    assert_eq!(f["numbers"]["largest_timestamp"], last_ts);
+    assert_eq!(f["numbers"]["expires_at_ms"], last_ts + 7 * DAY + 1);
+    // An hour after the data: the one (active) segment holds everything.
+    let r = doctor(&dir, last_ts + HOUR, &[]);
+    let f = expect(
+        &r,
+        "retention_does_not_fire",
+        "active_segment_holds_all_data",
+        "segment.ms",
+    );
+    assert_eq!(f["numbers"]["roll_at_ms"], first_ts + 7 * DAY);
+    let f = expect(&r, "next_roll", "next_roll", "segment.bytes");
+    assert_eq!(f["numbers"]["bytes_until_roll"], (1u64 << 30) - size);
+    // Without checkpoints, a restart recovers the whole Kafka-written segment.
+    let f = expect(
+        &r,
+        "broker_restart_very_slow",
+        "recovery_after_unclean_shutdown",
+        "num.recovery.threads.per.data.dir",
+    );
+    assert_eq!(f["numbers"]["recovery_bytes"], size);
+    assert_eq!(r["partitions"][0]["log_end_offset"], 300);
+    // Compacted: the tombstones (lz4-compressed) and the consumer rule.
+    let r = doctor(
+        &dir,
+        last_ts + HOUR,
+        &[
+            "--topic-config",
+            "cleanup.policy=compact",
+            "--topic-config",
+            "delete.retention.ms=1000",
+        ],
+    );
+    let f = expect(
+        &r,
+        "consumer_cache_keeps_deleted_keys",
+        "consumers_must_catch_up_within_delete_retention",
+        "delete.retention.ms",
+    );
+    assert_eq!(f["severity"], "warning");
+    expect(
+        &r,
+        "compact_topic_not_shrinking",
+        "dirty_data_only_in_active_segment",
+        "segment.bytes",
+    );
+}
