@@ -68,6 +68,7 @@ impl Broker {
         self.place_replicas(partitions, replication_factor, 0)?;
         let config = LogConfig::with_overrides(&self.config.log_config, &configs)
             .map_err(ApiError::InvalidConfig)?;
+        crate::tiered::validate_topic(self, &config, None)?;
         let _admin = self.admin_lock();
         if self.topics.get(name).is_some() {
             return Err(ApiError::TopicAlreadyExists);
@@ -181,8 +182,13 @@ impl Broker {
             .get(name)
             .ok_or(ApiError::UnknownTopicOrPartition)?;
         let new = change(&info.configs)?;
-        LogConfig::with_overrides(&self.config.log_config, &new)
+        let new_config = LogConfig::with_overrides(&self.config.log_config, &new)
             .map_err(ApiError::InvalidConfig)?;
+        crate::tiered::validate_topic(
+            self,
+            &new_config,
+            Some(&effective_config(&self.config.log_config, &info)),
+        )?;
         if validate_only {
             return Ok(());
         }

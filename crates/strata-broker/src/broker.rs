@@ -41,6 +41,8 @@ pub(crate) struct Broker {
     producer_ids: Mutex<ProducerIdBlock>,
     /// The consumer-group coordinator (its own locking, see `group::coordinator`).
     pub groups: crate::group::coordinator::GroupCoordinator,
+    /// The remote tier, when `remote.log.storage.system.enable=true` (set once at start).
+    pub tiered: std::sync::OnceLock<Arc<strata_tiered::RemoteLogManager>>,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +96,7 @@ impl Broker {
             shutdown,
             admin: Mutex::new(()),
             producer_ids: Mutex::new(ProducerIdBlock::default()),
+            tiered: std::sync::OnceLock::new(),
         }
     }
 

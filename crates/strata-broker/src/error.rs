@@ -30,6 +30,8 @@ pub enum BrokerError {
     TopicStore(#[from] TopicStoreError),
     #[error("log manager")]
     Log(#[from] strata_log::LogError),
+    #[error("tiered storage")]
+    Tiered(#[from] strata_tiered::StartError),
     #[error("background task {task} failed")]
     Task {
         task: &'static str,

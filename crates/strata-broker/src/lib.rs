@@ -34,6 +34,7 @@ mod properties;
 mod reconcile;
 mod server;
 mod stats;
+mod tiered;
 mod topics;
 
 pub use config::{BrokerConfig, ConfigError, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR};

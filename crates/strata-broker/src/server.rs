@@ -62,6 +62,7 @@ impl BrokerHandle {
         }
         // Every connection task holds a sender; recv() returns None once all are gone.
         let _ = self.connections_done.recv().await;
+        crate::tiered::shutdown(&self.broker).await;
         let logs = self.broker.logs.clone();
         tokio::task::spawn_blocking(move || logs.shutdown())
             .await
@@ -120,6 +121,7 @@ pub async fn start_with_clock(
         shutdown_rx.clone(),
     ));
     logs.start_background();
+    crate::tiered::start(&broker, clock.clone()).await?;
     let (done_tx, done_rx) = mpsc::channel::<()>(1);
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
     let accept_task = tokio::spawn(accept_loop(

@@ -23,6 +23,7 @@
 //! - [`tasks`]: copy and expiration runs, their pure plans, bounded pools.
 //! - [`read`]: remote fetch and ListOffsets lookups.
 //! - [`index_cache`]: remote offset/time indexes cached on local disk.
+//! - [`validate`]: tiered-storage topic-config rules (Kafka's messages).
 //! - [`metrics`]: Kafka-named tiered-storage counters.
 //! - [`error`]: error enums.
 
@@ -37,6 +38,7 @@ pub mod read;
 pub mod rlmm;
 pub mod rsm;
 pub mod tasks;
+pub mod validate;
 
 pub use bridge::Bridge;
 pub use config::{StorageLocation, TieredConfig};
@@ -51,3 +53,4 @@ pub use metrics::TieredMetrics;
 pub use read::RemoteRead;
 pub use rlmm::RemoteLogMetadataManager;
 pub use rsm::{IndexType, LogSegmentData, ObjectStoreRsm, RemoteStorageManager};
+pub use validate::{validate_topic_config, TopicConfigError};

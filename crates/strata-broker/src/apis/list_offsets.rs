@@ -68,10 +68,11 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> Lis
     }
     if !jobs.is_empty() {
         let results = broker
-            .blocking(move |_| {
+            .blocking(move |b| {
                 jobs.into_iter()
                     .map(|j| {
-                        let r = lookup(&j.log, j.timestamp, read_committed);
+                        let r = crate::tiered::list_offset(b, &j.log, j.timestamp)
+                            .unwrap_or_else(|| lookup(&j.log, j.timestamp, read_committed));
                         (j.topic_idx, j.slot, r)
                     })
                     .collect::<Vec<_>>()

@@ -46,6 +46,8 @@ struct Wanted {
 enum Outcome {
     Data(FetchData, Arc<Log>),
     Error(i16, Option<Arc<Log>>),
+    /// Records read from the remote tier (below the local log start).
+    Remote(bytes::Bytes, Arc<Log>, i64),
 }
 
 pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response {
@@ -118,12 +120,13 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         appends.borrow_and_update();
         let w = wanted.clone();
         let outcomes = broker
-            .blocking(move |_| read_all(&w, max_bytes, read_committed))
+            .blocking(move |b| read_all(b, &w, max_bytes, read_committed))
             .await;
         let bytes: u64 = outcomes
             .iter()
             .map(|o| match o {
                 Outcome::Data(d, _) => d.total_len(),
+                Outcome::Remote(r, ..) => r.len() as u64,
                 Outcome::Error(..) => 0,
             })
             .sum();
@@ -139,7 +142,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         if tokio::time::Instant::now() >= deadline {
             let w = wanted.clone();
             break broker
-                .blocking(move |_| read_all(&w, max_bytes, read_committed))
+                .blocking(move |b| read_all(b, &w, max_bytes, read_committed))
                 .await;
         }
     };
@@ -198,7 +201,7 @@ fn resolve(
 }
 
 /// Read every partition within the byte budgets (blocking: index lookups).
-fn read_all(wanted: &[Wanted], max_bytes: usize, read_committed: bool) -> Vec<Outcome> {
+fn read_all(b: &Broker, wanted: &[Wanted], max_bytes: usize, read_committed: bool) -> Vec<Outcome> {
     let mut remaining = max_bytes;
     let mut first_data_seen = false;
     wanted
@@ -223,7 +226,25 @@ fn read_all(wanted: &[Wanted], max_bytes: usize, read_committed: bool) -> Vec<Ou
                     }
                     Outcome::Data(data, log)
                 }
-                Err(e) => Outcome::Error(ApiError::Log(e).code(), Some(log)),
+                Err(e) => match crate::tiered::remote_read(
+                    b,
+                    &log,
+                    &e,
+                    w.fetch_offset,
+                    limit,
+                    !first_data_seen,
+                ) {
+                    Some(Ok(records)) => {
+                        if !records.is_empty() {
+                            first_data_seen = true;
+                            remaining = remaining.saturating_sub(records.len());
+                        }
+                        let start = crate::tiered::log_start_offset(b, &log);
+                        Outcome::Remote(records, log, start)
+                    }
+                    Some(Err(code)) => Outcome::Error(code, Some(log)),
+                    None => Outcome::Error(ApiError::Log(e).code(), Some(log)),
+                },
             }
         })
         .collect()
@@ -239,6 +260,15 @@ fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> Par
             log_start_offset: d.log_start_offset.0,
             aborted: read_committed.then(Vec::new),
             records: Records::Files(d.slices),
+        },
+        Outcome::Remote(records, log, log_start_offset) => PartitionData {
+            partition,
+            error_code: 0,
+            high_watermark: log.high_watermark().0,
+            last_stable_offset: log.last_stable_offset().0,
+            log_start_offset,
+            aborted: read_committed.then(Vec::new),
+            records: Records::Mem(records),
         },
         Outcome::Error(error_code, log) => {
             let (hw, lso, start) = match &log {

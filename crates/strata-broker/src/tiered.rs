@@ -1,0 +1,190 @@
+//! Glue between the broker and its remote tier (`strata-tiered`, KIP-405):
+//! one function per broker hook, the logic itself lives in
+//! [`strata_tiered::RemoteLogManager`].
+//!
+//! - [`start`] (broker start): builds the manager when
+//!   `remote.log.storage.system.enable=true`, points it at the topic store
+//!   (every eligible partition is tiered; creation, deletion and config
+//!   changes are picked up at the next task round) and starts its tasks.
+//! - [`remote_read`] (Fetch): an offset below the local log start of a
+//!   tiered partition is read from remote storage on the bounded reader pool.
+//! - [`list_offset`] (ListOffsets): EARLIEST spans both tiers, LATEST_TIERED
+//!   is the highest copied offset, timestamps are searched remotely first.
+//! - [`validate_topic`] (CreateTopics / AlterConfigs): Kafka's rules.
+//! - [`shutdown`]: stops the tasks before the logs close.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use strata_log::{Log, LogConfig, LogError, Offset, SharedClock, Timestamp};
+use strata_tiered::{RemoteLogManager, TieredConfig, TieredError};
+
+use crate::broker::Broker;
+use crate::error::BrokerError;
+use crate::errors::ApiError;
+
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+const UNKNOWN_SERVER_ERROR: i16 = -1;
+const KAFKA_STORAGE_ERROR: i16 = 56;
+const EARLIEST: i64 = -2;
+const LATEST_TIERED: i64 = -5;
+
+/// Start the remote tier if the broker enables it.
+///
+/// # Errors
+/// Invalid tiered-storage settings, or the metadata cannot be rebuilt.
+pub(crate) async fn start(broker: &Arc<Broker>, clock: SharedClock) -> Result<(), BrokerError> {
+    let first_dir = broker.config.log_dirs.first().cloned().unwrap_or_default();
+    let config = TieredConfig::from_broker_properties(&broker.config.properties, &first_dir)
+        .map_err(strata_tiered::StartError::Config)?;
+    if !config.enabled {
+        return Ok(());
+    }
+    let (logs, node_id) = (broker.logs.clone(), broker.config.node_id);
+    let rlm =
+        tokio::task::spawn_blocking(move || RemoteLogManager::open(config, logs, node_id, clock))
+            .await
+            .map_err(|source| BrokerError::Task {
+                task: "starting tiered storage",
+                source,
+            })??;
+    let weak = Arc::downgrade(broker);
+    rlm.set_partition_source(Arc::new(move || match weak.upgrade() {
+        Some(b) => tiered_partitions(&b),
+        None => Vec::new(),
+    }));
+    rlm.start().map_err(|source| BrokerError::Io {
+        op: "starting the tiered-storage scheduler",
+        source,
+    })?;
+    tracing::info!(location = ?rlm.config().location, "tiered storage started");
+    let _ = broker.tiered.set(rlm);
+    Ok(())
+}
+
+/// Every partition of an eligible topic (this single broker leads all).
+fn tiered_partitions(b: &Broker) -> Vec<(Arc<Log>, uuid::Uuid)> {
+    let mut out = Vec::new();
+    for info in b.topics.list() {
+        if !strata_tiered::topic_eligible(&info.name, &b.topic_config(&info)) {
+            continue;
+        }
+        for p in 0..info.partitions {
+            if let Some(log) = b.log(&info.name, p) {
+                out.push((log, info.id));
+            }
+        }
+    }
+    out
+}
+
+/// Stop the remote tier's tasks (before the logs close).
+pub(crate) async fn shutdown(broker: &Arc<Broker>) {
+    if let Some(rlm) = broker.tiered.get().cloned() {
+        let _ = tokio::task::spawn_blocking(move || rlm.shutdown()).await;
+    }
+}
+
+/// Fetch below the local log start of a tiered partition (blocking caller):
+/// `None` when the error is not for the remote tier, else the records or
+/// the partition's error code.
+pub(crate) fn remote_read(
+    b: &Broker,
+    log: &Log,
+    error: &LogError,
+    fetch_offset: i64,
+    max_bytes: usize,
+    min_one_message: bool,
+) -> Option<Result<Bytes, i16>> {
+    let rlm = b.tiered.get()?;
+    let tp = log.topic_partition();
+    match error {
+        LogError::OffsetOutOfRange {
+            requested,
+            log_start,
+            ..
+        } if requested < log_start => {}
+        _ => return None,
+    }
+    if !rlm.is_tiered(tp) {
+        return None;
+    }
+    let answer = match rlm.submit_read(tp.clone(), Offset(fetch_offset), max_bytes, min_one_message)
+    {
+        Ok(rx) => rx.blocking_recv().unwrap_or(Err(TieredError::Cancelled)),
+        Err(e) => Err(e),
+    };
+    Some(answer.map(|r| r.records).map_err(|e| match e {
+        TieredError::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
+        TieredError::Storage { .. } => KAFKA_STORAGE_ERROR,
+        error => {
+            tracing::warn!(%tp, %error, "remote read failed");
+            UNKNOWN_SERVER_ERROR
+        }
+    }))
+}
+
+/// The log start offset a tiered partition reports (earliest in either tier).
+pub(crate) fn log_start_offset(b: &Broker, log: &Log) -> i64 {
+    b.tiered
+        .get()
+        .and_then(|rlm| rlm.log_start_offset(log.topic_partition()))
+        .unwrap_or_else(|| log.log_start_offset())
+        .0
+}
+
+/// ListOffsets answers that involve the remote tier (blocking caller);
+/// `None` means "ask the local log".
+pub(crate) fn list_offset(
+    b: &Broker,
+    log: &Log,
+    timestamp: i64,
+) -> Option<Result<(i64, i64, i32), ApiError>> {
+    let rlm = b.tiered.get()?;
+    let tp = log.topic_partition();
+    if !rlm.is_tiered(tp) {
+        return None;
+    }
+    let epoch = log.latest_epoch().map_or(-1, |e| e.0);
+    match timestamp {
+        EARLIEST => Some(Ok((-1, log_start_offset(b, log), epoch))),
+        LATEST_TIERED => Some(Ok(match rlm.highest_offset_in_remote_storage(tp) {
+            Some(o) => (-1, o.0, epoch),
+            None => (-1, -1, -1),
+        })),
+        ts if ts >= 0 => match rlm.offset_for_timestamp(tp, Timestamp(ts)) {
+            Ok(Some(t)) => Some(Ok((
+                t.timestamp.0,
+                t.offset.0,
+                t.leader_epoch.map_or(-1, |e| e.0),
+            ))),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%tp, %error, "remote timestamp lookup failed; answering from the local log");
+                None
+            }
+        },
+        _ => None,
+    }
+}
+
+/// Kafka's tiered-storage topic-config rules (INVALID_CONFIG with Kafka's message).
+///
+/// # Errors
+/// [`ApiError::InvalidConfigOther`].
+pub(crate) fn validate_topic(
+    b: &Broker,
+    new: &LogConfig,
+    old: Option<&LogConfig>,
+) -> Result<(), ApiError> {
+    let enabled = b
+        .config
+        .properties
+        .get(strata_tiered::config::SYSTEM_ENABLE)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    strata_tiered::validate_topic_config(enabled, new, old).map_err(|e| {
+        ApiError::InvalidConfigOther {
+            reason: e.to_string(),
+        }
+    })
+}
