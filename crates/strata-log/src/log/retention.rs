@@ -127,11 +127,16 @@ impl Log {
         let cfg = self.config_arc();
         let now = self.clock.now_ms();
         let (policy, tiered_limit) = self.retention_policy(&cfg);
-        let mut early = retention::decide(&self.retention_snapshot()?, &policy, now);
-        if let Some(limit) = tiered_limit {
-            early.limit_to_upper_bound(limit);
-        }
-        if early.is_empty() {
+        // A segment renamed under this lock-free read (a concurrent
+        // truncation or cleaner swap) fails it; the locked pass decides then.
+        let early = self.retention_snapshot().ok().map(|snap| {
+            let mut d = retention::decide(&snap, &policy, now);
+            if let Some(limit) = tiered_limit {
+                d.limit_to_upper_bound(limit);
+            }
+            d
+        });
+        if let Some(early) = early.filter(|d| d.is_empty()) {
             return Ok(RetentionOutcome {
                 decision: early,
                 renamed_snapshots: Vec::new(),
