@@ -30,18 +30,28 @@ fn compress(state: &mut [u32; 4], block: &[u8]) {
         *w = u32::from_le_bytes(block[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
     }
     let [mut a, mut b, mut c, mut d] = *state;
-    for i in 0..64 {
-        let (f, g) = match i / 16 {
-            0 => ((b & c) | (!b & d), i),
-            1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
-            2 => (b ^ c ^ d, (3 * i + 5) % 16),
-            _ => (c ^ (b | !d), (7 * i) % 16),
-        };
-        let f = f.wrapping_add(a).wrapping_add(K[i]).wrapping_add(m[g]);
-        a = d;
-        d = c;
-        c = b;
-        b = b.wrapping_add(f.rotate_left(S[i]));
+    // Four rounds of 16 steps, each with its own function and message
+    // schedule (kept apart so the compiler unrolls them without branches).
+    macro_rules! step {
+        ($f:expr, $i:expr, $g:expr) => {{
+            let f = $f.wrapping_add(a).wrapping_add(K[$i]).wrapping_add(m[$g]);
+            a = d;
+            d = c;
+            c = b;
+            b = b.wrapping_add(f.rotate_left(S[$i]));
+        }};
+    }
+    for i in 0..16 {
+        step!((b & c) | (!b & d), i, i);
+    }
+    for i in 16..32 {
+        step!((d & b) | (!d & c), i, (5 * i + 1) % 16);
+    }
+    for i in 32..48 {
+        step!(b ^ c ^ d, i, (3 * i + 5) % 16);
+    }
+    for i in 48..64 {
+        step!(c ^ (b | !d), i, (7 * i) % 16);
     }
     state[0] = state[0].wrapping_add(a);
     state[1] = state[1].wrapping_add(b);

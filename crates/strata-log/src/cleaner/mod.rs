@@ -36,6 +36,7 @@ mod offset_map;
 mod policy;
 mod producers;
 mod service;
+mod slots;
 mod snapshot;
 mod throttle;
 mod txn;

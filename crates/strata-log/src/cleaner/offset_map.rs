@@ -15,6 +15,7 @@
 //! the same digest count as one key, as in Kafka.
 
 use super::md5::md5;
+use super::slots::SlotMemory;
 use crate::types::Offset;
 
 const HASH_SIZE: usize = 16;
@@ -23,7 +24,7 @@ pub const BYTES_PER_ENTRY: usize = HASH_SIZE + 8;
 
 /// Kafka's `SkimpyOffsetMap`: key digest → latest offset, in `memory` bytes.
 pub struct OffsetMap {
-    bytes: Vec<u8>,
+    bytes: SlotMemory,
     slots: usize,
     entries: usize,
     latest_offset: Offset,
@@ -61,7 +62,7 @@ impl OffsetMap {
     pub fn new(memory: usize) -> OffsetMap {
         let slots = (memory / BYTES_PER_ENTRY).max(1);
         OffsetMap {
-            bytes: vec![0; slots * BYTES_PER_ENTRY],
+            bytes: SlotMemory::new(slots * BYTES_PER_ENTRY),
             slots,
             entries: 0,
             latest_offset: Offset(-1),
@@ -182,7 +183,7 @@ impl OffsetMap {
 
     /// Empty the map (zero every slot).
     pub fn clear(&mut self) {
-        self.bytes.fill(0);
+        self.bytes.zero();
         self.entries = 0;
         self.latest_offset = Offset(-1);
         self.lookups = 0;
