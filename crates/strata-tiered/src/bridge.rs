@@ -15,7 +15,8 @@ use crate::error::RemoteStorageError;
 /// Owns the runtime that drives every object-store request.
 #[derive(Debug)]
 pub struct Bridge {
-    runtime: tokio::runtime::Runtime,
+    /// `Some` until drop.
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Bridge {
@@ -26,7 +27,9 @@ impl Bridge {
             .thread_name("strata-tiered-io")
             .enable_all()
             .build()?;
-        Ok(Bridge { runtime })
+        Ok(Bridge {
+            runtime: Some(runtime),
+        })
     }
 
     /// Run `fut` on the runtime and wait for its output.
@@ -40,10 +43,21 @@ impl Bridge {
         T: Send + 'static,
     {
         let (tx, rx) = mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
+        let runtime = self.runtime.as_ref().ok_or(RemoteStorageError::Shutdown)?;
+        runtime.spawn(async move {
             // The receiver only goes away if the caller died; nothing to do then.
             let _ = tx.send(fut.await);
         });
         rx.recv().map_err(|_| RemoteStorageError::Shutdown)
+    }
+}
+
+impl Drop for Bridge {
+    /// The last owner may be dropped on an async thread (broker shutdown),
+    /// where a blocking runtime shutdown would panic: stop in the background.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }

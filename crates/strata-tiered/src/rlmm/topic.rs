@@ -85,17 +85,23 @@ impl LogManagerMetadataLog {
         if let Some(log) = self.manager.get_log(&tp) {
             return Ok(log);
         }
-        let config = strata_log::LogConfig {
-            retention_ms: -1,
-            remote_storage_enable: false,
-            ..strata_log::LogConfig::default()
-        };
         self.manager
-            .get_or_create_log(&tp, config, None)
+            .get_or_create_log(&tp, metadata_topic_config(), None)
             .map_err(|source| MetadataError::Log {
                 op: "create",
                 source,
             })
+    }
+}
+
+/// The metadata topic's config: unlimited retention (the catalogue is
+/// rebuilt from offset 0), delete policy, never tiered itself.
+pub fn metadata_topic_config() -> strata_log::LogConfig {
+    strata_log::LogConfig {
+        retention_ms: -1,
+        retention_bytes: -1,
+        remote_storage_enable: false,
+        ..strata_log::LogConfig::default()
     }
 }
 
