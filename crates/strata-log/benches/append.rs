@@ -5,7 +5,9 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::time::{Duration, Instant};
+mod support;
+
+use support::{mbps, Stamp, Times};
 
 use strata_log::batch::BatchBuilder;
 use strata_log::{
@@ -33,9 +35,9 @@ fn mb_per_case() -> usize {
 /// Plain sequential writes of the same bytes through a `BufWriter` of
 /// `buffer` bytes. With `buffer` 0 every batch is one `write(2)`: the log's
 /// own pattern, since each append must be visible to readers at once.
-fn baseline(dir: &Path, batch: &[u8], total: usize, buffer: usize) -> Duration {
+fn baseline(dir: &Path, batch: &[u8], total: usize, buffer: usize) -> Times {
     let path = dir.join("plain.bin");
-    let start = Instant::now();
+    let start = Stamp::now();
     let mut w = BufWriter::with_capacity(buffer, File::create(&path).unwrap());
     let mut written = 0;
     while written < total {
@@ -59,10 +61,10 @@ fn open_log(dir: &Path, name: &str) -> std::sync::Arc<Log> {
     .unwrap()
 }
 
-fn leader(dir: &Path, batch: &[u8], total: usize) -> Duration {
+fn leader(dir: &Path, batch: &[u8], total: usize) -> Times {
     let log = open_log(dir, "leader-0");
     let mut buf = batch.to_vec();
-    let start = Instant::now();
+    let start = Stamp::now();
     let mut written = 0;
     while written < total {
         buf.copy_from_slice(batch);
@@ -75,13 +77,13 @@ fn leader(dir: &Path, batch: &[u8], total: usize) -> Duration {
     t
 }
 
-fn follower(dir: &Path, batch: &[u8], total: usize) -> Duration {
+fn follower(dir: &Path, batch: &[u8], total: usize) -> Times {
     let log = open_log(dir, "follower-0");
     let mut buf = batch.to_vec();
     let count = strata_log::batch::BatchView::parse(batch)
         .unwrap()
         .records_count() as i64;
-    let start = Instant::now();
+    let start = Stamp::now();
     let mut written = 0;
     let mut next = 0i64;
     while written < total {
@@ -96,10 +98,6 @@ fn follower(dir: &Path, batch: &[u8], total: usize) -> Duration {
     t
 }
 
-fn mbps(bytes: usize, t: Duration) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0) / t.as_secs_f64()
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -112,7 +110,7 @@ fn main() {
     .unwrap();
     let total = mb_per_case() * 1024 * 1024;
     println!(
-        "append throughput, {} MiB per case, ~16 KiB batches, page cache (no fsync)",
+        "append throughput, {} MiB per case, ~16 KiB batches, page cache (no fsync); MiB per wall second, then per CPU second",
         total >> 20
     );
     println!(
@@ -129,14 +127,16 @@ fn main() {
         let batch = client_batch(record);
         // Warm up the page cache and allocator once.
         baseline(tmp.path(), &batch, total / 8, 64 * 1024);
-        let mut best = [Duration::MAX; 4];
+        let mut best = [Times::MAX; 4];
         for _ in 0..3 {
             best[0] = best[0].min(baseline(tmp.path(), &batch, total, 64 * 1024));
             best[1] = best[1].min(baseline(tmp.path(), &batch, total, 0));
             best[2] = best[2].min(leader(tmp.path(), &batch, total));
             best[3] = best[3].min(follower(tmp.path(), &batch, total));
         }
-        let [p, w, l, f] = best.map(|t| mbps(total, t));
+        let total = total as u64;
+        let [p, w, l, f] = best.map(|t| mbps(total, t.wall));
+        let [pc, wc, lc, fc] = best.map(|t| mbps(total, t.cpu));
         println!(
             "{:<8} {:>13.0} {:>13.0} {:>13.0} {:>13.0} {:>10.0}% {:>10.0}%",
             format!("{record} B"),
@@ -146,6 +146,16 @@ fn main() {
             f,
             100.0 * l / p,
             100.0 * l / w
+        );
+        println!(
+            "{:<8} {:>13.0} {:>13.0} {:>13.0} {:>13.0} {:>10.0}% {:>10.0}%",
+            "  (cpu)",
+            pc,
+            wc,
+            lc,
+            fc,
+            100.0 * lc / pc,
+            100.0 * lc / wc
         );
     }
 }

@@ -6,16 +6,14 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
+mod support;
+
+use support::{mbps, Stamp, Times};
 
 use strata_log::batch::BatchBuilder;
 use strata_log::{
     DirHealth, LoadParams, Log, LogConfig, Offset, ReadBound, SystemClock, Timestamp,
 };
-
-fn mbps(bytes: u64, t: Duration) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0) / t.as_secs_f64()
-}
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -55,31 +53,36 @@ fn main() {
     let bytes = log.size_in_bytes();
     let seg_paths: Vec<_> = log.segments().iter().map(|s| s.log_path.clone()).collect();
     println!("sequential read of {} MiB, page cache warm", bytes >> 20);
-    println!("{:<28} {:>10} {:>8}", "reader", "MiB/s", "% plain");
-    let mut plain_best = Duration::MAX;
-    let mut log_best = Duration::MAX;
+    println!(
+        "{:<28} {:>10} {:>8} {:>10} {:>8}",
+        "reader", "MiB/s", "% plain", "MiB/cpu-s", "% plain"
+    );
+    let mut plain_best = Times::MAX;
+    let mut log_best = Times::MAX;
     for _ in 0..3 {
         plain_best = plain_best.min(plain_read(&seg_paths));
         log_best = log_best.min(log_read(&log, bytes));
     }
-    let p = mbps(bytes, plain_best);
-    let l = mbps(bytes, log_best);
+    let (p, pc) = (mbps(bytes, plain_best.wall), mbps(bytes, plain_best.cpu));
+    let (l, lc) = (mbps(bytes, log_best.wall), mbps(bytes, log_best.cpu));
     println!(
-        "{:<28} {:>10.0} {:>7.0}%",
-        "plain read(1 MiB buffer)", p, 100.0
+        "{:<28} {:>10.0} {:>7.0}% {:>10.0} {:>7.0}%",
+        "plain read(1 MiB buffer)", p, 100.0, pc, 100.0
     );
     println!(
-        "{:<28} {:>10.0} {:>7.0}%",
+        "{:<28} {:>10.0} {:>7.0}% {:>10.0} {:>7.0}%",
         "Log::read + pread(1 MiB)",
         l,
-        100.0 * l / p
+        100.0 * l / p,
+        lc,
+        100.0 * lc / pc
     );
     log.close().unwrap();
 }
 
-fn plain_read(paths: &[impl AsRef<Path>]) -> Duration {
+fn plain_read(paths: &[impl AsRef<Path>]) -> Times {
     let mut buf = vec![0u8; 1 << 20];
-    let start = Instant::now();
+    let start = Stamp::now();
     let mut n = 0u64;
     for p in paths {
         let mut f = File::open(p).unwrap();
@@ -95,9 +98,9 @@ fn plain_read(paths: &[impl AsRef<Path>]) -> Duration {
     start.elapsed()
 }
 
-fn log_read(log: &Log, expect: u64) -> Duration {
+fn log_read(log: &Log, expect: u64) -> Times {
     let mut buf = vec![0u8; 2 << 20];
-    let start = Instant::now();
+    let start = Stamp::now();
     let mut at = Offset(0);
     let mut n = 0u64;
     while at < log.log_end_offset() {
