@@ -293,6 +293,7 @@ impl Log {
         })();
         self.fail(r)?;
         self.durable_offset.fetch_max(target.0, Ordering::AcqRel);
+        self.durable_syncs.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 

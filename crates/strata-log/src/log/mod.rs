@@ -160,6 +160,8 @@ pub struct Log {
     recovery_point: AtomicI64,
     /// Everything below this offset has its `.log` bytes fsynced.
     durable_offset: AtomicI64,
+    /// fsync rounds run by `flush_up_to` (group-commit observability).
+    durable_syncs: std::sync::atomic::AtomicU64,
     closed: AtomicBool,
     recovery: RecoveryStats,
     append_hook: RwLock<Option<AppendHook>>,
@@ -263,6 +265,7 @@ impl Log {
             high_watermark: AtomicI64::new(loaded.log_start_offset.0),
             recovery_point: AtomicI64::new(loaded.recovery_point.0),
             durable_offset: AtomicI64::new(loaded.recovery_point.0),
+            durable_syncs: std::sync::atomic::AtomicU64::new(0),
             closed: AtomicBool::new(false),
             recovery: loaded.stats,
             append_hook: RwLock::new(None),
@@ -349,6 +352,12 @@ impl Log {
     /// Everything below this offset has its batches fsynced.
     pub fn durable_offset(&self) -> Offset {
         Offset(self.durable_offset.load(Ordering::Acquire))
+    }
+
+    /// How many fsync rounds `flush_up_to` has run; with group commit this
+    /// stays below the number of durable appends under concurrency.
+    pub fn durable_sync_count(&self) -> u64 {
+        self.durable_syncs.load(Ordering::Acquire)
     }
 
     pub fn end_offset_for_epoch(&self, epoch: LeaderEpoch) -> Option<(LeaderEpoch, Offset)> {

@@ -152,4 +152,35 @@ fn durable_appends_share_fsyncs() {
         t.join().unwrap();
     }
     assert_eq!(log.durable_offset(), Offset(100));
+    assert!(log.durable_sync_count() <= 100);
+}
+
+#[test]
+fn one_fsync_covers_every_append_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(0);
+    let log = open(dir.path(), LogConfig::default(), &clock);
+    let mut ends = Vec::new();
+    for _ in 0..3 {
+        let mut b = client_batch(2, 0, 8);
+        ends.push(
+            log.append_as_leader(&mut b, LeaderEpoch(0))
+                .unwrap()
+                .last_offset
+                .plus(1),
+        );
+    }
+    assert_eq!(log.durable_sync_count(), 0);
+    // The first caller syncs up to the log end it sees...
+    log.flush_up_to(ends[0]).unwrap();
+    assert_eq!(log.durable_offset(), Offset(6));
+    assert_eq!(log.durable_sync_count(), 1);
+    // ...so the later ones are covered without another fsync.
+    log.flush_up_to(ends[1]).unwrap();
+    log.flush_up_to(ends[2]).unwrap();
+    assert_eq!(log.durable_sync_count(), 1);
+    let mut b = client_batch(1, 0, 8);
+    log.append_as_leader(&mut b, LeaderEpoch(0)).unwrap();
+    log.flush_up_to(Offset(7)).unwrap();
+    assert_eq!(log.durable_sync_count(), 2);
 }
