@@ -167,11 +167,8 @@ fn main() {
         let cleaned = mib(o.stats.bytes_read);
         clean_wall = clean_wall.max(cleaned / t.elapsed().as_secs_f64());
         clean_cpu = clean_cpu.max(cleaned / (thread_cpu_s() - c));
-        last = Some((
-            o,
-            w.offset_map().slots(),
-            vm_hwm_kib().saturating_sub(hwm_before),
-        ));
+        first_hwm_growth.get_or_insert(vm_hwm_kib().saturating_sub(hwm_before));
+        last = Some((o, w.offset_map().slots()));
     }
     let (o, slots) = last.unwrap();
     let hwm_growth = first_hwm_growth.unwrap_or(0);
@@ -189,8 +186,9 @@ fn main() {
         100.0 * clean_cpu / plain_cpu
     );
     println!(
-        "offset map: {} MiB configured, {} slots, utilisation {:.3}; peak RSS of the first clean grew by {:.1} MiB",
+        "offset map: {} MiB configured ({} slots), {} slots used by the pass, utilisation {:.3}; peak RSS of the first clean grew by {:.1} MiB",
         cfg.map_memory_per_thread() >> 20,
+        cfg.map_memory_per_thread() / strata_log::cleaner::BYTES_PER_ENTRY,
         slots,
         o.stats.map_utilization,
         hwm_growth as f64 / 1024.0

@@ -18,7 +18,7 @@ use super::checkpoint::CleanerCheckpoints;
 use super::filter::{control_type, filter_chunk, FilterContext, FilterFault, LastRecord};
 use super::offset_map::OffsetMap;
 use super::policy::{cleanable, group_segments_by_size, CompactionSettings, SegmentFacts};
-use super::producers::active_producers;
+use super::producers::active_producers_and_records;
 use super::snapshot::{cleaner_snapshot, mtime_ms};
 use super::throttle::Throttler;
 use super::txn::{collect_aborted, CleanedTxnMetadata};
@@ -71,7 +71,11 @@ impl CleanOutcome {
 pub struct Cleaner {
     clock: SharedClock,
     map: OffsetMap,
+    /// Keys this pass may map.
     max_desired: usize,
+    /// `slots * load factor` of the whole map.
+    configured_max_desired: usize,
+    load_factor: f64,
     io_buffer: usize,
     max_buffer: usize,
     max_passes: usize,
@@ -117,6 +121,8 @@ impl Cleaner {
             ),
             clock,
             max_desired: desired as usize,
+            configured_max_desired: desired as usize,
+            load_factor: cfg.io_buffer_load_factor,
             map,
             io_buffer,
             max_buffer: cfg.max_message_bytes.max(io_buffer),
@@ -153,7 +159,7 @@ impl Cleaner {
 
     /// Keys one pass can map (`slots * load factor`).
     pub fn map_capacity(&self) -> usize {
-        self.max_desired
+        self.configured_max_desired
     }
 
     pub fn throttler(&self) -> &Throttler {
@@ -253,7 +259,19 @@ impl Cleaner {
             Some(s) => mtime_ms(s).map_err(lerr)? - cfg.delete_retention_ms,
             None => 0,
         };
-        self.build_offset_map(&tp, &segs, first_dirty, upper, &txn_paths, stats)?;
+        // The producers' last batches, and how many records the dirty
+        // section holds (bounding the map slots this pass needs).
+        let (producers, dirty_records) =
+            active_producers_and_records(&segs, first_dirty, upper).map_err(lerr)?;
+        self.build_offset_map(
+            &tp,
+            &segs,
+            first_dirty,
+            upper,
+            &txn_paths,
+            dirty_records,
+            stats,
+        )?;
         let end = self.map.latest_offset().plus(1);
         stats.map_utilization = self.map.utilization();
         let to_clean: Vec<Arc<Segment>> = segs[..segs.len() - 1]
@@ -279,7 +297,6 @@ impl Cleaner {
             cfg.segment_index_bytes.max(0) as u64,
             upper,
         );
-        let producers = active_producers(&segs).map_err(lerr)?;
         let mut txn = CleanedTxnMetadata::new();
         let mut pass = PassContext {
             log,
@@ -298,7 +315,9 @@ impl Cleaner {
         Ok(end)
     }
 
-    /// Kafka `buildOffsetMap` (§11.4).
+    /// Kafka `buildOffsetMap` (§11.4). The map uses only the slots
+    /// `max_keys` can need (Strata: less memory touched; the same keys fit).
+    #[allow(clippy::too_many_arguments)]
     fn build_offset_map(
         &mut self,
         tp: &TopicPartition,
@@ -306,9 +325,18 @@ impl Cleaner {
         start: Offset,
         end: Offset,
         txn_paths: &[(Offset, PathBuf)],
+        max_keys: u64,
         stats: &mut CleanStats,
     ) -> Result<(), CleanerError> {
-        self.map.clear();
+        let slots = self.map.clear_for(
+            usize::try_from(max_keys).unwrap_or(usize::MAX),
+            self.load_factor,
+        );
+        self.max_desired = if slots == self.map.allocated_slots() {
+            self.configured_max_desired
+        } else {
+            ((slots as f64 * self.load_factor) as usize).min(self.configured_max_desired)
+        };
         let from = segs
             .iter()
             .rposition(|s| s.base_offset() <= start)

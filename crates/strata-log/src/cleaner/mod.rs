@@ -61,7 +61,9 @@ pub use policy::{
     choose_filthiest, cleanable, group_segments_by_size, Cleanable, CleanerLogSnapshot,
     CompactionSettings, DirtyEnd, SegmentFacts,
 };
-pub use producers::{active_producers, scan_producers};
+pub use producers::{
+    active_producers, active_producers_and_records, scan_producers, scan_producers_counting,
+};
 pub use service::{
     compaction_status, CleanerFailure, CompactionStatus, LogCleaner, PartitionCleanerState,
 };

@@ -25,7 +25,9 @@ pub const BYTES_PER_ENTRY: usize = HASH_SIZE + 8;
 /// Kafka's `SkimpyOffsetMap`: key digest → latest offset, in `memory` bytes.
 pub struct OffsetMap {
     bytes: SlotMemory,
+    /// Slots in use: all of them, or fewer after [`OffsetMap::clear_for`].
     slots: usize,
+    allocated_slots: usize,
     entries: usize,
     latest_offset: Offset,
     lookups: u64,
@@ -64,6 +66,7 @@ impl OffsetMap {
         OffsetMap {
             bytes: SlotMemory::new(slots * BYTES_PER_ENTRY),
             slots,
+            allocated_slots: slots,
             entries: 0,
             latest_offset: Offset(-1),
             lookups: 0,
@@ -71,9 +74,14 @@ impl OffsetMap {
         }
     }
 
-    /// Number of slots.
+    /// Number of slots in use.
     pub fn slots(&self) -> usize {
         self.slots
+    }
+
+    /// Number of slots the memory holds.
+    pub fn allocated_slots(&self) -> usize {
+        self.allocated_slots
     }
 
     /// Distinct digests stored.
@@ -89,6 +97,11 @@ impl OffsetMap {
     /// down to whole slots).
     pub fn memory(&self) -> usize {
         self.bytes.len()
+    }
+
+    /// Bytes of the slots in use.
+    pub fn memory_in_use(&self) -> usize {
+        self.slots * BYTES_PER_ENTRY
     }
 
     /// The last offset the map covers; `-1` after `clear`.
@@ -181,13 +194,28 @@ impl OffsetMap {
         Offset(-1)
     }
 
-    /// Empty the map (zero every slot).
+    /// Empty the map (zero every slot) and use all slots.
     pub fn clear(&mut self) {
-        self.bytes.zero();
+        self.clear_for(usize::MAX, 1.0);
+    }
+
+    /// Empty the map and use only as many slots as `max_keys` distinct keys
+    /// need at `load_factor` (all of them when that is more). A pass that
+    /// can meet at most `max_keys` keys then fills exactly as the full map
+    /// would, while touching less memory. Returns the slots in use.
+    pub fn clear_for(&mut self, max_keys: usize, load_factor: f64) -> usize {
+        self.bytes.zero_prefix(self.slots * BYTES_PER_ENTRY);
+        let needed = (max_keys as f64 / load_factor.max(f64::MIN_POSITIVE)).ceil() + 2.0;
+        self.slots = if needed >= self.allocated_slots as f64 {
+            self.allocated_slots
+        } else {
+            (needed as usize).max(1)
+        };
         self.entries = 0;
         self.latest_offset = Offset(-1);
         self.lookups = 0;
         self.probes = 0;
+        self.slots
     }
 
     /// The raw slot bytes at `slot` (tests of the layout).
@@ -231,6 +259,27 @@ mod tests {
         let slot = abs_no_min(first) as usize % 7;
         assert_eq!(&m.slot_bytes(slot)[..16], &hash);
         assert_eq!(&m.slot_bytes(slot)[16..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    #[test]
+    fn clear_for_limits_the_slots_and_starts_empty() {
+        let mut m = OffsetMap::new(24 * 1000);
+        for i in 0..900i64 {
+            m.put(&i.to_be_bytes(), Offset(i)).unwrap();
+        }
+        assert_eq!(m.clear_for(9, 0.9), 12, "ceil(9 / 0.9) + 2");
+        assert_eq!(m.get(&1i64.to_be_bytes()), Offset(-1));
+        for i in 0..9i64 {
+            m.put(&i.to_be_bytes(), Offset(i)).unwrap();
+        }
+        assert_eq!(m.len(), 9);
+        assert_eq!(m.clear_for(5_000, 0.9), 1000, "never more than allocated");
+        assert!(m.is_empty());
+        assert_eq!(
+            m.get(&3i64.to_be_bytes()),
+            Offset(-1),
+            "the used prefix was zeroed"
+        );
     }
 
     #[test]

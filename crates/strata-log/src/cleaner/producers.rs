@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 
 use super::filter::LastRecord;
 use crate::batch::{BatchScanner, BatchView, MAGIC_V2};
-use crate::types::ProducerId;
+use crate::types::{Offset, ProducerId};
 
 const CHUNK: usize = 1 << 20;
 
@@ -26,6 +26,20 @@ pub fn scan_producers(
     file: &File,
     size: u64,
     producers: &mut HashMap<ProducerId, LastRecord>,
+) -> std::io::Result<()> {
+    scan_producers_counting(file, size, producers, None)
+}
+
+/// [`scan_producers`], also adding to `count.2` the record count of every
+/// batch ending at or after `count.0` and starting before `count.1`.
+///
+/// # Errors
+/// As [`scan_producers`].
+pub fn scan_producers_counting(
+    file: &File,
+    size: u64,
+    producers: &mut HashMap<ProducerId, LastRecord>,
+    mut count: Option<(Offset, Offset, &mut u64)>,
 ) -> std::io::Result<()> {
     let mut buf = vec![0u8; CHUNK];
     let mut pos = 0u64;
@@ -40,11 +54,21 @@ pub fn scan_producers(
             };
             consumed = at + prefix.total_size();
             if prefix.magic < MAGIC_V2 {
+                if let Some((from, to, n)) = count.as_mut() {
+                    if prefix.base_offset >= from.0 && prefix.base_offset < to.0 {
+                        **n += 1;
+                    }
+                }
                 continue;
             }
             let Ok(b) = BatchView::parse(&buf[at..consumed]) else {
                 return Ok(());
             };
+            if let Some((from, to, n)) = count.as_mut() {
+                if b.last_offset() >= *from && b.base_offset() < *to {
+                    **n += b.records_count().max(0) as u64;
+                }
+            }
             if !b.has_producer_id() {
                 continue;
             }
@@ -81,10 +105,24 @@ pub fn scan_producers(
 pub fn active_producers(
     segments: &[std::sync::Arc<crate::segment::Segment>],
 ) -> Result<HashMap<ProducerId, LastRecord>, crate::error::LogError> {
+    Ok(active_producers_and_records(segments, Offset(0), Offset(0))?.0)
+}
+
+/// [`active_producers`] plus the number of records in batches overlapping
+/// `[from, to)` (an upper bound on the distinct keys there).
+///
+/// # Errors
+/// The first read error.
+pub fn active_producers_and_records(
+    segments: &[std::sync::Arc<crate::segment::Segment>],
+    from: Offset,
+    to: Offset,
+) -> Result<(HashMap<ProducerId, LastRecord>, u64), crate::error::LogError> {
     let mut producers = HashMap::new();
+    let mut n = 0u64;
     for s in segments {
-        scan_producers(s.file(), s.size(), &mut producers)
+        scan_producers_counting(s.file(), s.size(), &mut producers, Some((from, to, &mut n)))
             .map_err(|e| crate::error::LogError::io(s.log_path(), "scan producers", e))?;
     }
-    Ok(producers)
+    Ok((producers, n))
 }

@@ -5,7 +5,8 @@
 //! so the cleaner is bound by TLB and cache misses. The mapping asks for
 //! transparent huge pages (`MADV_HUGEPAGE`), which cuts the TLB misses, and
 //! is emptied with `MADV_DONTNEED`, which hands the pages back between
-//! cleanings instead of writing 128 MiB of zeros.
+//! cleanings instead of writing 128 MiB of zeros (only the prefix a pass
+//! used is released).
 
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
@@ -59,13 +60,19 @@ impl SlotMemory {
         }
     }
 
-    /// Make every byte zero again, releasing the pages.
-    pub(crate) fn zero(&mut self) {
-        // SAFETY: the range is exactly our mapping; MADV_DONTNEED on a
-        // private anonymous mapping makes later reads see zero-fill pages.
-        let rc = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_DONTNEED) };
+    /// Make bytes `[0, len)` zero again, releasing their pages.
+    pub(crate) fn zero_prefix(&mut self, len: usize) {
+        let len = len.min(self.len);
+        if len == 0 {
+            return;
+        }
+        // SAFETY: `[ptr, ptr + len)` lies within our mapping and `ptr` is
+        // page-aligned (mmap); the kernel rounds `len` up to whole pages,
+        // which stay inside the mapping or its last page. MADV_DONTNEED on
+        // a private anonymous mapping makes later reads see zero-fill pages.
+        let rc = unsafe { libc::madvise(self.ptr.as_ptr().cast(), len, libc::MADV_DONTNEED) };
         if rc != 0 {
-            self.deref_mut().fill(0);
+            self.deref_mut()[..len].fill(0);
         }
     }
 }
@@ -107,7 +114,7 @@ mod tests {
         m[5] = 7;
         m[(3 << 20) - 1] = 9;
         assert_eq!((m[5], m[(3 << 20) - 1]), (7, 9));
-        m.zero();
+        m.zero_prefix(usize::MAX);
         assert!(m.iter().all(|b| *b == 0));
     }
 }
