@@ -98,6 +98,44 @@ fn follower(dir: &Path, batch: &[u8], total: usize) -> Times {
     t
 }
 
+/// Durable mode: `threads` producers each make `per_thread` acknowledged
+/// appends of a small batch; returns (appends per second, fsync rounds).
+fn durable(dir: &Path, threads: usize, per_thread: usize) -> (f64, u64) {
+    let cfg = LogConfig {
+        durable_append: true,
+        ..LogConfig::default()
+    };
+    let name = format!("durable{threads}-0");
+    let log = Log::open(
+        &dir.join(&name),
+        cfg,
+        LoadParams::default(),
+        SystemClock::shared(),
+        DirHealth::new(dir),
+    )
+    .unwrap();
+    let mut b = BatchBuilder::new(Offset(0));
+    b.append(Timestamp(1), Some(b"k"), Some(&[b'v'; 100]), &[]);
+    let batch = b.build();
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut buf = batch.clone();
+                for _ in 0..per_thread {
+                    buf.copy_from_slice(&batch);
+                    log.append_as_leader(&mut buf, LeaderEpoch(0)).unwrap();
+                }
+            });
+        }
+    });
+    let rate = (threads * per_thread) as f64 / start.elapsed().as_secs_f64();
+    let syncs = log.durable_sync_count();
+    log.close().unwrap();
+    std::fs::remove_dir_all(dir.join(name)).unwrap();
+    (rate, syncs)
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -156,6 +194,22 @@ fn main() {
             fc,
             100.0 * lc / pc,
             100.0 * lc / wc
+        );
+    }
+    println!("durable appends (strata.durable.append=true, fsync before ack, group commit)");
+    println!(
+        "{:<10} {:>10} {:>12} {:>14}",
+        "producers", "appends", "appends/s", "fsync rounds"
+    );
+    for threads in [1usize, 4, 16] {
+        let per = 800 / threads;
+        let (rate, syncs) = durable(tmp.path(), threads, per);
+        println!(
+            "{:<10} {:>10} {:>12.0} {:>14}",
+            threads,
+            threads * per,
+            rate,
+            syncs
         );
     }
 }
