@@ -334,7 +334,8 @@ impl LogManager {
             .collect()
     }
 
-    /// Per-topic config overrides for logs created or loaded later.
+    /// Per-topic configs: applied to every loaded log now and kept for
+    /// callers that look a topic's config up later.
     pub fn set_topic_config_provider(&self, f: TopicConfigProvider) {
         let logs = self.all_logs();
         for log in logs {

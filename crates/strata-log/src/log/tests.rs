@@ -184,3 +184,29 @@ fn one_fsync_covers_every_append_before_it() {
     log.flush_up_to(Offset(7)).unwrap();
     assert_eq!(log.durable_sync_count(), 2);
 }
+
+#[test]
+fn log_is_shareable_and_refuses_work_after_close() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Log>();
+    assert_send_sync::<crate::LogManager>();
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(0);
+    let log = open(dir.path(), LogConfig::default(), &clock);
+    let mut b = client_batch(1, 0, 8);
+    log.append_as_leader(&mut b, LeaderEpoch(0)).unwrap();
+    log.close().unwrap();
+    let mut b = client_batch(1, 0, 8);
+    assert!(matches!(
+        log.append_as_leader(&mut b, LeaderEpoch(0)),
+        Err(LogError::Closed { .. })
+    ));
+    assert!(matches!(
+        log.read(Offset(0), 10, ReadBound::LogEnd, true),
+        Err(LogError::Closed { .. })
+    ));
+    // Closing trimmed the indexes of the last segment.
+    let seg = &log.segments()[0];
+    assert_eq!(std::fs::metadata(&seg.index_path).unwrap().len(), 0);
+    assert_eq!(std::fs::metadata(&seg.time_index_path).unwrap().len(), 12);
+}
