@@ -335,6 +335,7 @@ fn is_known(name: &str) -> bool {
     ];
     OWN.contains(&name)
         || name.starts_with("log.")
+        || crate::group::config::GroupConfig::is_known(name)
         || LogConfig::definitions()
             .iter()
             .any(|d| d.name == name || d.synonyms.iter().any(|(s, _)| *s == name))

@@ -57,6 +57,23 @@ impl Default for GroupConfig {
 }
 
 impl GroupConfig {
+    /// Whether the coordinator reads property `name` (the broker warns
+    /// about names nobody reads).
+    pub(crate) fn is_known(name: &str) -> bool {
+        const NAMES: &[&str] = &[
+            "group.min.session.timeout.ms",
+            "group.max.session.timeout.ms",
+            "group.initial.rebalance.delay.ms",
+            "group.max.size",
+            "offsets.retention.minutes",
+            "offsets.retention.check.interval.ms",
+            "offset.metadata.max.bytes",
+            "offsets.topic.num.partitions",
+            "offsets.topic.segment.bytes",
+        ];
+        NAMES.contains(&name)
+    }
+
     /// Build from broker properties; absent names take Kafka's defaults.
     ///
     /// # Errors

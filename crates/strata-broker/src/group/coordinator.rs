@@ -15,7 +15,7 @@
 //! [`TIMER_POLL_MS`] of real time, so it notices a mock clock moving.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -44,6 +44,20 @@ pub(crate) const TIMER_POLL_MS: u64 = 50;
 /// Bytes read per step while loading a partition (`offsets.load.buffer.size`).
 const LOAD_BUFFER_BYTES: usize = 5 * 1024 * 1024;
 
+/// Why `__consumer_offsets` cannot be used yet.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OffsetsTopicError {
+    #[error("creating __consumer_offsets failed")]
+    Create {
+        #[source]
+        source: ApiError,
+    },
+    #[error("__consumer_offsets is not in the topic store")]
+    Missing,
+    #[error("__consumer_offsets partition {partition} has no log yet")]
+    PartitionWithoutLog { partition: i32 },
+}
+
 /// The manager plus the channels of parked requests.
 #[derive(Debug)]
 struct State {
@@ -62,6 +76,10 @@ pub(crate) struct GroupCoordinator {
     state: Mutex<State>,
     next_ticket: AtomicU64,
     started: OnceCell<()>,
+    /// Serialises creating `__consumer_offsets`; taken after `state`, never before.
+    creating: Mutex<()>,
+    /// Every partition of `__consumer_offsets` has its log.
+    offsets_ready: AtomicBool,
     /// Wakes the timer task after an operation may have set an earlier deadline.
     wake: Notify,
 }
@@ -85,6 +103,8 @@ impl GroupCoordinator {
             }),
             next_ticket: AtomicU64::new(1),
             started: OnceCell::new(),
+            creating: Mutex::new(()),
+            offsets_ready: AtomicBool::new(false),
             wake: Notify::new(),
         }
     }
@@ -107,32 +127,47 @@ impl GroupCoordinator {
 
     /// Create `__consumer_offsets` if missing (FindCoordinator does this, as
     /// Kafka does): compacted, `offsets.topic.segment.bytes` segments.
-    pub(crate) fn ensure_offsets_topic(&self, broker: &Broker) -> Result<(), ApiError> {
-        if broker.topics.get(OFFSETS_TOPIC).is_some() {
+    /// Concurrent callers wait for one creation; the topic counts as ready
+    /// only once every partition has its log, so nobody is told to use a
+    /// coordinator whose partition is still being created.
+    ///
+    /// # Errors
+    /// Creation failed, or a partition has no log.
+    pub(crate) fn ensure_offsets_topic(&self, broker: &Broker) -> Result<(), OffsetsTopicError> {
+        if self.offsets_ready.load(Ordering::Acquire) {
             return Ok(());
         }
-        let config = &self.config;
-        let configs: BTreeMap<String, String> = [
-            ("cleanup.policy", "compact".to_string()),
-            (
-                "segment.bytes",
-                config.offsets_topic_segment_bytes.to_string(),
-            ),
-            ("compression.type", "producer".to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        match broker.create_topic(
-            OFFSETS_TOPIC,
-            config.offsets_topic_num_partitions,
-            1,
-            configs,
-            false,
-        ) {
-            Ok(_) | Err(ApiError::TopicAlreadyExists) => Ok(()),
-            Err(e) => Err(e),
+        let _creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
+        if broker.topics.get(OFFSETS_TOPIC).is_none() {
+            let config = &self.config;
+            let configs: BTreeMap<String, String> = [
+                ("cleanup.policy", "compact".to_string()),
+                (
+                    "segment.bytes",
+                    config.offsets_topic_segment_bytes.to_string(),
+                ),
+                ("compression.type", "producer".to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            let partitions = config.offsets_topic_num_partitions;
+            match broker.create_topic(OFFSETS_TOPIC, partitions, 1, configs, false) {
+                Ok(_) | Err(ApiError::TopicAlreadyExists) => {}
+                Err(source) => return Err(OffsetsTopicError::Create { source }),
+            }
         }
+        let info = broker
+            .topics
+            .get(OFFSETS_TOPIC)
+            .ok_or(OffsetsTopicError::Missing)?;
+        if let Some(partition) =
+            (0..info.partitions).find(|p| broker.log(OFFSETS_TOPIC, *p).is_none())
+        {
+            return Err(OffsetsTopicError::PartitionWithoutLog { partition });
+        }
+        self.offsets_ready.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Read every partition of `__consumer_offsets` into the manager (blocking).
@@ -418,14 +453,12 @@ impl OffsetsStore for LogStore<'_> {
         now_ms: i64,
     ) -> Result<i64, StoreError> {
         let broker = self.broker;
-        if broker.topics.get(OFFSETS_TOPIC).is_none() {
-            self.coordinator
-                .ensure_offsets_topic(broker)
-                .map_err(|e| StoreError::Unavailable {
-                    partition,
-                    source: Some(Box::new(e)),
-                })?;
-        }
+        self.coordinator
+            .ensure_offsets_topic(broker)
+            .map_err(|e| StoreError::Unavailable {
+                partition,
+                source: Some(Box::new(e)),
+            })?;
         let (Some(info), Some(log)) = (
             broker.topics.get(OFFSETS_TOPIC),
             broker.log(OFFSETS_TOPIC, partition),
