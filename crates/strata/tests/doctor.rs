@@ -884,3 +884,58 @@ fn kafka_fixture_partition_answers_each_applicable_symptom() {
         "segment.bytes",
     );
 }
+
+#[test]
+fn segments_rolled_because_the_offset_index_filled_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        segment_index_bytes: 80,
+        index_interval_bytes: 0,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(tmp.path(), "oi-0", cfg);
+    // One timestamp for every batch: the time index keeps one entry while
+    // the offset index takes one per append.
+    for _ in 0..30 {
+        put_ts(&log, T0);
+    }
+    assert!(log.num_segments() >= 3);
+    log.close().unwrap();
+    let r = doctor(
+        &tmp.path().join("oi-0"),
+        T0 + HOUR,
+        &[
+            "--topic-config",
+            "segment.index.bytes=80",
+            "--topic-config",
+            "index.interval.bytes=0",
+        ],
+    );
+    let f = expect(
+        &r,
+        "segments_roll_too_small",
+        "offset_index_filled_first",
+        "index.interval.bytes",
+    );
+    assert_eq!(f["numbers"]["max_entries"], 10);
+    absent(&r, "time_index_filled_first");
+}
+
+#[test]
+fn thousands_of_segments_slow_the_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("many-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..1_001i64 {
+        std::fs::write(dir.join(format!("{i:020}.log")), b"").unwrap();
+    }
+    let r = doctor(&dir, T0, &[]);
+    let f = expect(
+        &r,
+        "broker_restart_very_slow",
+        "many_segments",
+        "segment.bytes",
+    );
+    assert_eq!(f["numbers"]["segments"], 1001);
+    assert_eq!(r["partitions"][0]["segments"], 1001);
+}
