@@ -144,23 +144,38 @@ fn lock_dir(dir: &Path) -> Result<File, LogError> {
     Ok(file)
 }
 
-/// Write `meta.properties` in a new log dir (KRaft v1 layout).
+/// Write `meta.properties` in a new log dir (KRaft version 1 with a
+/// cluster id, version 0 with `broker.id` otherwise); an existing one must
+/// belong to the configured cluster.
 fn ensure_meta_properties(dir: &Path, cfg: &LogManagerConfig) -> Result<(), LogError> {
     let path = metadata::meta_properties_path(dir);
-    if path.exists() {
-        return Ok(());
+    let meta_err = |e: metadata::MetadataError| LogError::Checkpoint {
+        path: path.clone(),
+        source: Box::new(e),
+    };
+    if let Some(existing) = metadata::MetaProperties::read(dir).map_err(meta_err)? {
+        return match (&existing.cluster_id, &cfg.cluster_id) {
+            (Some(a), Some(b)) if a != b => Err(LogError::InvalidDir {
+                path: dir.to_path_buf(),
+                reason: "meta.properties belongs to another cluster",
+            }),
+            _ => Ok(()),
+        };
     }
-    let mut text = String::from("#\n#Written by Strata\n");
-    if let Some(cluster) = &cfg.cluster_id {
-        text.push_str(&format!("cluster.id={cluster}\n"));
-    }
-    let dir_id = metadata::uuid_to_kafka_string(&uuid::Uuid::new_v4());
-    text.push_str(&format!(
-        "directory.id={dir_id}\nnode.id={}\nversion=1\n",
-        cfg.broker_id
-    ));
-    crate::fs::write_atomically(&path, text.as_bytes())
-        .map_err(|e| LogError::io(&path, "write meta.properties", e))
+    let meta = match &cfg.cluster_id {
+        Some(cluster) => metadata::MetaProperties::kraft(
+            cluster.clone(),
+            cfg.broker_id,
+            Some(uuid::Uuid::new_v4()),
+        ),
+        None => metadata::MetaProperties {
+            version: metadata::MetaPropertiesVersion::V0,
+            cluster_id: None,
+            node_id: Some(cfg.broker_id),
+            directory_id: None,
+        },
+    };
+    meta.write(dir).map_err(meta_err)
 }
 
 fn checkpoint_err(path: &Path, e: crate::checkpoint::CheckpointError) -> LogError {

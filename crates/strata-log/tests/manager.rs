@@ -69,6 +69,16 @@ fn dirs_are_locked_identified_and_balanced() {
     let log = m.get_log(&TopicPartition::new("t", 0)).unwrap();
     assert!(log.dir().join("partition.metadata").exists());
     m.shutdown().unwrap();
+    drop(log);
+    drop(m);
+    // Dirs of another cluster are not used.
+    let mut other = LogManagerConfig::new(ds.clone());
+    other.cluster_id = Some("another-cluster".into());
+    let clock2: SharedClock = clock.clone();
+    assert!(matches!(
+        LogManager::open(other, clock2),
+        Err(LogError::NoOnlineDir)
+    ));
 }
 
 #[test]
