@@ -10,18 +10,22 @@ use bytes::Bytes;
 use common::*;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_delete_request::{
+    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
 use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    CreateTopicsRequest, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest,
-    GroupId, HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, ListGroupsRequest,
-    MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest, SyncGroupResponse,
-    TopicName,
+    CreateTopicsRequest, DeleteGroupsRequest, DescribeGroupsRequest, DescribeGroupsResponse,
+    FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, ListGroupsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use strata_log::MockClock;
@@ -335,5 +339,141 @@ async fn two_members_join_sync_commit_and_survive_restart() {
         25,
         "UNKNOWN_MEMBER_ID after expiry"
     );
+    broker.shutdown().await.expect("clean shutdown");
+}
+
+/// LeaveGroup v5 by group instance id only (administrative removal).
+async fn leave_by_instance(c: &mut Client, group: &str, instance: &str) -> (i16, i16) {
+    let mut m = MemberIdentity::default();
+    m.member_id = s("");
+    m.group_instance_id = Some(s(instance));
+    let mut req = LeaveGroupRequest::default();
+    req.group_id = GroupId(s(group));
+    req.members = vec![m];
+    let resp = c.call(&req, 5).await;
+    (resp.error_code, resp.members[0].error_code)
+}
+
+async fn delete_groups(c: &mut Client, ids: &[&str]) -> Vec<i16> {
+    let mut req = DeleteGroupsRequest::default();
+    req.groups_names = ids.iter().map(|g| GroupId(s(g))).collect();
+    c.call(&req, 2)
+        .await
+        .results
+        .iter()
+        .map(|r| r.error_code)
+        .collect()
+}
+
+#[tokio::test]
+async fn admin_apis_static_members_and_simple_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("group.initial.rebalance.delay.ms", "0")]).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c).await;
+
+    // A commit outside group management (generation -1) creates an Empty group.
+    let mut simple = commit_request("", -1, &[(0, 5)]);
+    simple.group_id = GroupId(s("simple"));
+    assert_eq!(
+        c.call(&simple, 8).await.topics[0].partitions[0].error_code,
+        0
+    );
+    // Unknown partitions are refused before reaching the coordinator.
+    let mut unknown = commit_request("", -1, &[(9, 5)]);
+    unknown.group_id = GroupId(s("simple"));
+    assert_eq!(
+        c.call(&unknown, 8).await.topics[0].partitions[0].error_code,
+        3
+    );
+
+    // A static member: joins without MEMBER_ID_REQUIRED, syncs, restarts.
+    let mut join = join_request("");
+    join.group_instance_id = Some(s("inst-1"));
+    let first = c.call(&join, 9).await;
+    assert_eq!((first.error_code, first.generation_id), (0, 1));
+    let old_id = first.member_id.to_string();
+    assert!(old_id.starts_with("inst-1-"));
+    let mut sync = sync_request(&old_id, 1, &[(&old_id, b"mine")]);
+    sync.group_instance_id = Some(s("inst-1"));
+    assert_eq!(c.call(&sync, 5).await.error_code, 0);
+    let again = c.call(&join, 9).await;
+    assert_eq!(
+        (again.error_code, again.generation_id),
+        (0, 1),
+        "no rebalance"
+    );
+    assert!(again.skip_assignment);
+    assert_ne!(again.member_id.as_str(), old_id);
+    let mut hb = HeartbeatRequest::default();
+    hb.group_id = GroupId(s(GROUP));
+    hb.generation_id = 1;
+    hb.member_id = s(&old_id);
+    hb.group_instance_id = Some(s("inst-1"));
+    assert_eq!(c.call(&hb, 4).await.error_code, 82, "FENCED_INSTANCE_ID");
+    hb.member_id = again.member_id.clone();
+    assert_eq!(c.call(&hb, 4).await.error_code, 0);
+
+    // Offsets of a subscribed topic cannot be deleted while the group is live.
+    let commit = commit_request(again.member_id.as_str(), 1, &[(0, 7)]);
+    assert_eq!(
+        c.call(&commit, 8).await.topics[0].partitions[0].error_code,
+        0
+    );
+    let mut od = OffsetDeleteRequest::default();
+    od.group_id = GroupId(s(GROUP));
+    let mut odt = OffsetDeleteRequestTopic::default();
+    odt.name = TopicName(s("t"));
+    let mut odp = OffsetDeleteRequestPartition::default();
+    odp.partition_index = 0;
+    odt.partitions = vec![odp];
+    od.topics = vec![odt];
+    let resp = c.call(&od, 0).await;
+    assert_eq!(
+        (resp.error_code, resp.topics[0].partitions[0].error_code),
+        (0, 86)
+    );
+
+    // ListGroups with a state filter; DescribeGroups of a live and an unknown group.
+    let mut list = ListGroupsRequest::default();
+    list.states_filter = vec![s("Empty")];
+    let empty: Vec<String> = c
+        .call(&list, 4)
+        .await
+        .groups
+        .iter()
+        .map(|g| g.group_id.to_string())
+        .collect();
+    assert_eq!(empty, vec!["simple".to_string()]);
+    let d = describe(&mut c).await;
+    assert_eq!(d.groups[0].group_state.as_str(), "Stable");
+    assert_eq!(
+        d.groups[0].members[0]
+            .group_instance_id
+            .as_ref()
+            .map(|i| i.as_str()),
+        Some("inst-1")
+    );
+    assert_eq!(d.groups[0].members[0].member_assignment.as_ref(), b"mine");
+    let mut unknown = DescribeGroupsRequest::default();
+    unknown.groups = vec![GroupId(s("nope"))];
+    let d = c.call(&unknown, 5).await;
+    assert_eq!(
+        (d.groups[0].error_code, d.groups[0].group_state.as_str()),
+        (0, "Dead")
+    );
+
+    // DeleteGroups: members → NON_EMPTY_GROUP; after an administrative leave, deleted.
+    assert_eq!(
+        delete_groups(&mut c, &[GROUP, "simple", "nope"]).await,
+        vec![68, 0, 69]
+    );
+    assert_eq!(leave_by_instance(&mut c, GROUP, "inst-1").await, (0, 0));
+    assert_eq!(leave_by_instance(&mut c, GROUP, "inst-1").await, (0, 25));
+    assert_eq!(delete_groups(&mut c, &[GROUP]).await, vec![0]);
+    assert!(fetch_v8(&mut c)
+        .await
+        .iter()
+        .all(|(_, offset, _)| *offset == -1));
     broker.shutdown().await.expect("clean shutdown");
 }
