@@ -394,3 +394,56 @@ fn follower_appends_update_state_without_sequence_checks() {
     assert_eq!(dup.first_offset, Offset(0));
     assert_eq!(append(&log, PID, 0, 101).unwrap().first_offset, Offset(1));
 }
+
+/// The §6.2 layout, built here from the spec without the crate's encoder:
+/// version 1, CRC-32C over [6, EOF), count, 46-byte entries.
+fn spec_snapshot(entries: &[(i64, i16, i32, i64, i32, i64)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&(entries.len() as i32).to_be_bytes());
+    for &(pid, epoch, last_seq, last_offset, delta, ts) in entries {
+        body.extend_from_slice(&pid.to_be_bytes());
+        body.extend_from_slice(&epoch.to_be_bytes());
+        body.extend_from_slice(&last_seq.to_be_bytes());
+        body.extend_from_slice(&last_offset.to_be_bytes());
+        body.extend_from_slice(&delta.to_be_bytes());
+        body.extend_from_slice(&ts.to_be_bytes());
+        body.extend_from_slice(&(-1i32).to_be_bytes()); // coordinator epoch
+        body.extend_from_slice(&(-1i64).to_be_bytes()); // no open transaction
+    }
+    let mut out = 1i16.to_be_bytes().to_vec();
+    out.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+#[test]
+fn spec_builder_matches_the_reference_test_vector() {
+    let hex = "0001b3fd6df500000001000000000000000700010000000400000000000000090000000400000000000003e8ffffffffffffffffffffffff";
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(spec_snapshot(&[(7, 1, 4, 9, 4, 1000)]), bytes);
+}
+
+#[test]
+fn snapshot_written_by_the_log_is_byte_identical_to_the_spec() {
+    let f = Fixture::new();
+    let log = f.open(LogConfig::default(), false);
+    produce(&log, 3);
+    append(&log, ProducerId(9), 2, 0).unwrap();
+    // A producer-less batch moves the LEO but adds no entry.
+    let mut plain = BatchBuilder::new(Offset(0));
+    plain.append(Timestamp(NOW), None, Some(b"v"), &[]);
+    log.append_as_leader(&mut plain.build(), LeaderEpoch(0))
+        .unwrap();
+    let leo = log.log_end_offset();
+    log.close().unwrap();
+    let written = std::fs::read(f.dir.join(format!("{:020}.snapshot", leo.0))).unwrap();
+    let r = RECORDS as i64;
+    let expected = spec_snapshot(&[
+        (PID.0, 0, 3 * RECORDS - 1, 3 * r - 1, RECORDS - 1, NOW),
+        (9, 2, RECORDS - 1, 4 * r - 1, RECORDS - 1, NOW),
+    ]);
+    assert_eq!(written, expected);
+}
