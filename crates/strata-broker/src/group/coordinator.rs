@@ -12,7 +12,9 @@
 //! Time: operations read `LogManager::clock()`, the clock injected into the
 //! broker, so a `MockClock` drives sessions and rebalances in tests. The
 //! timer task wakes at the next deadline but at least every
-//! [`TIMER_POLL_MS`] of real time, so it notices a mock clock moving.
+//! [`TIMER_POLL_MS`] of real time, so it notices a mock clock moving and a
+//! deadline set by an operation meanwhile (operations never wait on it: a
+//! deadline already due when an operation ends fires inside the operation).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,7 +26,7 @@ use strata_log::batch::BatchBuilder;
 use strata_log::batch::BatchScanner;
 use strata_log::batch::BatchView;
 use strata_log::{LeaderEpoch, LogError, Offset, ReadBound, Timestamp};
-use tokio::sync::{oneshot, Notify, OnceCell};
+use tokio::sync::{oneshot, OnceCell};
 
 use super::api::{
     CommitRequest, FetchedOffset, GroupOverview, GroupSummary, HeartbeatRequest, JoinRequest,
@@ -80,8 +82,6 @@ pub(crate) struct GroupCoordinator {
     creating: Mutex<()>,
     /// Every partition of `__consumer_offsets` has its log.
     offsets_ready: AtomicBool,
-    /// Wakes the timer task after an operation may have set an earlier deadline.
-    wake: Notify,
 }
 
 impl GroupCoordinator {
@@ -105,7 +105,6 @@ impl GroupCoordinator {
             started: OnceCell::new(),
             creating: Mutex::new(()),
             offsets_ready: AtomicBool::new(false),
-            wake: Notify::new(),
         }
     }
 
@@ -229,7 +228,6 @@ impl GroupCoordinator {
         let out = f(&mut st.manager, &mut store, now);
         st.route_replies();
         drop(st);
-        self.wake.notify_one();
         out
     }
 
@@ -430,10 +428,8 @@ async fn timer_task(broker: Weak<Broker>) {
             (d - now).clamp(1, TIMER_POLL_MS as i64) as u64
         });
         let mut shutdown = b.shutdown.clone();
-        let groups_wake = async { b.groups.wake.notified().await };
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
-            _ = groups_wake => {}
             _ = shutdown.changed() => {}
         }
     }
