@@ -222,3 +222,31 @@ def test_sigkill_with_snapshots_corrupted(proxied):
 
 def test_clean_restart_with_snapshots_deleted(proxied):
     crash_and_continue(proxied, "idem-clean-del", damage=lambda snaps: [p.unlink() for p in snaps], clean_stop=True)
+
+
+def producer_id_of(bootstrap: str, topic: str) -> int:
+    """The producer id InitProducerId hands a fresh default kafka-python producer."""
+    producer = kafka_python_producer(bootstrap)
+    try:
+        producer.send(topic, value=b"x", partition=0).get(timeout=60)
+        # Reaches into the client: it does not expose the id otherwise.
+        return producer._transaction_manager.producer_id_and_epoch.producer_id
+    finally:
+        producer.close(timeout=30)
+
+
+def test_producer_ids_are_never_reused_across_restarts_and_crashes(proxied):
+    b, proxy = proxied(every=0)
+    topic = "idem-ids"
+    create_topic(proxy.bootstrap, topic)
+    ids = [producer_id_of(proxy.bootstrap, topic), producer_id_of(proxy.bootstrap, topic)]
+    b.kill()  # the id block was persisted before the first id was handed out
+    proxy.disconnect_all()
+    b.start()
+    ids.append(producer_id_of(proxy.bootstrap, topic))
+    assert b.stop() == 0
+    b.start()
+    ids.append(producer_id_of(proxy.bootstrap, topic))
+    assert all(i >= 0 for i in ids), ids
+    assert len(set(ids)) == len(ids), f"producer ids reused: {ids}"
+    assert ids == sorted(ids), ids
