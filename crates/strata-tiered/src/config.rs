@@ -39,12 +39,27 @@ pub enum StorageLocation {
 }
 
 /// `rsm.config.s3.*`; unset values fall back to the AWS environment variables.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// `Debug` never prints the secret.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct S3Settings {
     pub endpoint: Option<String>,
     pub region: Option<String>,
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
+}
+
+impl std::fmt::Debug for S3Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Settings")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("access_key_id", &self.access_key_id)
+            .field(
+                "secret_access_key",
+                &self.secret_access_key.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
 }
 
 /// Every broker-level tiered-storage setting, typed and defaulted.
@@ -370,6 +385,15 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        let with_secret = parse_uri(
+            "s3://b",
+            &props(&[("rsm.config.s3.secret.access.key", "hunter2")]),
+        )
+        .unwrap();
+        assert!(
+            !format!("{with_secret:?}").contains("hunter2"),
+            "secret leaked into Debug"
+        );
         for bad in ["file://relative", "s3://", "gs://b", "/plain"] {
             assert!(
                 matches!(parse_uri(bad, &p), Err(TieredConfigError::Uri { .. })),

@@ -79,6 +79,10 @@ pub struct RemoteLogManager {
     stop: (Mutex<bool>, Condvar),
     scheduler: Mutex<Option<JoinHandle<()>>>,
     source: Mutex<Option<PartitionSource>>,
+    /// Set by [`RemoteLogManager::open`]: after a round that copied
+    /// segments, a retention round runs at once so local copies go promptly.
+    logs: std::sync::OnceLock<Arc<LogManager>>,
+    pub(crate) copied_since_retention: std::sync::atomic::AtomicBool,
 }
 
 /// Lists the partitions to tier: `(log, topic id)`.
@@ -149,6 +153,8 @@ impl RemoteLogManager {
             stop: (Mutex::new(false), Condvar::new()),
             scheduler: Mutex::new(None),
             source: Mutex::new(None),
+            logs: std::sync::OnceLock::new(),
+            copied_since_retention: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -180,14 +186,9 @@ impl RemoteLogManager {
             .first()
             .map(|d| d.path.clone())
             .unwrap_or_default();
-        Ok(RemoteLogManager::new(
-            config,
-            broker_id,
-            &first_dir,
-            rsm,
-            Arc::new(rlmm),
-            clock,
-        )?)
+        let rlm = RemoteLogManager::new(config, broker_id, &first_dir, rsm, Arc::new(rlmm), clock)?;
+        let _ = rlm.logs.set(logs);
+        Ok(rlm)
     }
 
     pub fn config(&self) -> &TieredConfig {
@@ -386,6 +387,11 @@ impl RemoteLogManager {
         for _ in 0..submitted {
             if rx.recv().is_err() {
                 break;
+            }
+        }
+        if self.copied_since_retention.swap(false, Ordering::AcqRel) {
+            if let Some(logs) = self.logs.get() {
+                logs.run_retention_once();
             }
         }
     }

@@ -58,6 +58,7 @@ impl RemoteLogManager {
             let (seg, next) = (&infos[i], infos[i + 1].base_offset);
             self.copy_segment(p, seg, next, &epochs)?;
             copied += 1;
+            self.copied_since_retention.store(true, Ordering::Release);
         }
         Ok(copied)
     }

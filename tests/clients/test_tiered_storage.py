@@ -1,0 +1,274 @@
+"""Tiered storage (KIP-405) end to end with librdkafka (confluent-kafka).
+
+Guards the whole remote path as a real client sees it: sealed segments are copied to the
+remote tier and dropped locally by local.retention.bytes, a consumer reading from offset 0
+gets every record byte-identical from remote storage (one partition and several at once),
+offsets_for_times is answered across tiers, the catalogue survives a restart and a SIGKILL
+mid-copy, an S3-API store (moto) that stalls mid-copy is caught up afterwards, and Kafka's
+tiered topic-config rules reach AdminClient as INVALID_CONFIG.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+
+from records import ADMIN_TIMEOUT_S, Record, admin, assert_records, consume_confluent, create_topic, make_records
+
+OFFLOAD_TIMEOUT_S = 60.0
+TIERED_BROKER = {
+    "remote.log.storage.system.enable": "true",
+    "remote.log.manager.task.interval.ms": "200",
+    "log.retention.check.interval.ms": "200",
+    "rlmm.config.remote.log.metadata.topic.num.partitions": "5",
+}
+# Small segments so a few hundred records roll many; total retention unlimited so only
+# local.retention.bytes (=1: drop as soon as copied) removes anything.
+TIERED_TOPIC = {
+    "remote.storage.enable": "true",
+    "segment.bytes": "4096",
+    "retention.ms": "-1",
+    "local.retention.bytes": "1",
+}
+
+
+@pytest.fixture
+def tiered_broker(broker_factory):
+    return broker_factory(TIERED_BROKER).start()
+
+
+def produce(bootstrap: str, topic: str, records: list[Record], partitions: int = 1) -> None:
+    """Produces record i to partition i % partitions and waits for every ack."""
+    # batch.size below segment.bytes: a batch larger than a segment is rejected.
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1024,
+                         "enable.idempotence": False})
+    failures = []
+
+    def on_delivery(err, _msg):
+        if err is not None:
+            failures.append(err)
+
+    for i, r in enumerate(records):
+        producer.produce(topic, value=r.value, key=r.key, headers=r.headers, timestamp=r.timestamp,
+                         partition=i % partitions, on_delivery=on_delivery)
+        producer.poll(0)
+    assert producer.flush(60) == 0, "records still queued after 60 s"
+    assert not failures, failures[:5]
+
+
+def local_logs(broker, topic: str, partition: int) -> list[str]:
+    return sorted(n for n in os.listdir(broker.log_dir / f"{topic}-{partition}") if n.endswith(".log"))
+
+
+def wait_offloaded(broker, topic: str, partitions: int, remote_dir: Path | None = None) -> None:
+    """Waits (deadline) until every partition keeps only its active segment locally."""
+    deadline = time.monotonic() + OFFLOAD_TIMEOUT_S
+    while True:
+        counts = [len(local_logs(broker, topic, p)) for p in range(partitions)]
+        if all(c == 1 for c in counts):
+            break
+        assert time.monotonic() < deadline, f"local segments never dropped: {counts}\n{broker.output_tail()}"
+        time.sleep(0.1)
+    if remote_dir is not None:
+        objects = list(remote_dir.glob(f"kafka-tiered-storage/{topic}-*/*.log"))
+        assert objects, f"no remote segments under {remote_dir}"
+
+
+def earliest(bootstrap: str, topic: str, partition: int) -> int:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"eo-{topic}"})
+    try:
+        low, _ = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=ADMIN_TIMEOUT_S)
+        return low
+    finally:
+        c.close()
+
+
+def split(records: list[Record], partitions: int, p: int) -> list[Record]:
+    return records[p::partitions]
+
+
+def test_offload_then_consume_everything_from_remote_and_after_restart(tiered_broker, tmp_path):
+    topic = "tiered-one"
+    create_topic(tiered_broker.bootstrap, topic, 1, TIERED_TOPIC)
+    records = make_records("t1", 600, value_pad=60)
+    produce(tiered_broker.bootstrap, topic, records)
+    wait_offloaded(tiered_broker, topic, 1, tiered_broker.log_dir.parent / "remote-tier")
+    first_local = int(local_logs(tiered_broker, topic, 0)[0].split(".")[0])
+    assert first_local > 0, "local log start must have moved"
+    assert earliest(tiered_broker.bootstrap, topic, 0) == 0, "earliest spans the remote tier"
+
+    assert_records(consume_confluent(tiered_broker.bootstrap, topic, 600), records)
+    # From the middle of a remote segment.
+    assert_records(consume_confluent(tiered_broker.bootstrap, topic, 100, start_offset=123), records[123:223], 123)
+
+    c = Consumer({"bootstrap.servers": tiered_broker.bootstrap, "group.id": "tiered-times"})
+    try:
+        want = records[250].timestamp
+        found = c.offsets_for_times([TopicPartition(topic, 0, want)], timeout=ADMIN_TIMEOUT_S)
+        assert found[0].offset == 250, found
+    finally:
+        c.close()
+
+    tiered_broker.stop()
+    tiered_broker.start()
+    assert_records(consume_confluent(tiered_broker.bootstrap, topic, 600), records)
+
+
+def test_one_fetch_serves_several_remote_partitions(tiered_broker):
+    topic = "tiered-multi"
+    partitions = 4
+    create_topic(tiered_broker.bootstrap, topic, partitions, TIERED_TOPIC)
+    records = make_records("tm", 800, value_pad=60)
+    produce(tiered_broker.bootstrap, topic, records, partitions)
+    wait_offloaded(tiered_broker, topic, partitions)
+    consumer = Consumer({
+        "bootstrap.servers": tiered_broker.bootstrap, "group.id": "tiered-multi", "enable.auto.commit": False,
+        # One fetch request carries all four partitions; each may get up to 64 KiB.
+        "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 1 << 16,
+    })
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        got: dict[int, list[Record]] = {p: [] for p in range(partitions)}
+        first_round: set[int] = set()
+        deadline = time.monotonic() + 60
+        while sum(map(len, got.values())) < len(records) and time.monotonic() < deadline:
+            batch = consumer.consume(num_messages=10_000, timeout=0.5)
+            for msg in batch:
+                if msg.error():
+                    raise KafkaException(msg.error())
+                _, ts = msg.timestamp()
+                got[msg.partition()].append(Record(msg.key(), msg.value(), list(msg.headers() or []), ts, msg.offset()))
+            if batch and not first_round:
+                first_round = {m.partition() for m in batch}
+        for p in range(partitions):
+            assert_records(got[p], split(records, partitions, p))
+        assert len(first_round) > 1, f"the first fetched batch held only partitions {first_round}"
+    finally:
+        consumer.close()
+
+
+def test_sigkill_during_copies_then_catch_up(tiered_broker):
+    topic = "tiered-crash"
+    create_topic(tiered_broker.bootstrap, topic, 1, TIERED_TOPIC)
+    records = make_records("tc", 1500, value_pad=60)
+    produce(tiered_broker.bootstrap, topic, records)
+    remote = tiered_broker.log_dir.parent / "remote-tier"
+    deadline = time.monotonic() + OFFLOAD_TIMEOUT_S
+    while not list(remote.glob(f"kafka-tiered-storage/{topic}-*/*.log")):
+        assert time.monotonic() < deadline, "no copy started"
+        time.sleep(0.01)
+    tiered_broker.kill()  # SIGKILL while the copy task works through the backlog
+    tiered_broker.start()
+    wait_offloaded(tiered_broker, topic, 1, remote)
+    assert_records(consume_confluent(tiered_broker.bootstrap, topic, 1500), records)
+
+
+def test_tiered_topic_config_rules_reach_the_admin_client(tiered_broker, broker_factory):
+    client = admin(tiered_broker.bootstrap)
+
+    def create_error(name: str, config: dict[str, str]) -> str:
+        futures = client.create_topics([NewTopic(name, 1, 1, config=config)], operation_timeout=ADMIN_TIMEOUT_S)
+        with pytest.raises(KafkaException) as err:
+            futures[name].result(timeout=ADMIN_TIMEOUT_S)
+        assert err.value.args[0].name() == "INVALID_CONFIG", err.value
+        return err.value.args[0].str()
+
+    assert "compacted" in create_error("c1", {"remote.storage.enable": "true", "cleanup.policy": "compact"})
+    assert "local.retention.bytes" in create_error(
+        "c2", {"remote.storage.enable": "true", "retention.bytes": "1000", "local.retention.bytes": "2000"})
+    assert "local.retention.ms" in create_error(
+        "c3", {"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "-1"})
+
+    create_topic(tiered_broker.bootstrap, "c4", 1, {"remote.storage.enable": "true"})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "c4", incremental_configs=[
+        ConfigEntry("remote.storage.enable", "false", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException) as err:
+        client.incremental_alter_configs([resource])[resource].result(timeout=ADMIN_TIMEOUT_S)
+    assert err.value.args[0].name() == "INVALID_CONFIG"
+    assert "remote.log.delete.on.disable" in err.value.args[0].str()
+
+    plain = broker_factory().start()
+    plain_admin = admin(plain.bootstrap)
+    futures = plain_admin.create_topics(
+        [NewTopic("c5", 1, 1, config={"remote.storage.enable": "true"})], operation_timeout=ADMIN_TIMEOUT_S)
+    with pytest.raises(KafkaException) as err:
+        futures["c5"].result(timeout=ADMIN_TIMEOUT_S)
+    assert "Tiered Storage functionality is disabled" in err.value.args[0].str()
+
+
+class Moto:
+    """A moto S3 server on a free loopback port (stopped on teardown)."""
+
+    def __init__(self, tmp: Path):
+        exe = shutil.which("moto_server")
+        if exe is None:
+            pytest.fail("moto_server not found: run scripts/install-test-deps.sh (installs moto[server])")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(self.port)],
+                                     stdout=open(tmp / "moto.log", "wb"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.endpoint + "/", timeout=1).read()
+                return
+            except OSError:
+                assert time.monotonic() < deadline, "moto_server did not start"
+                time.sleep(0.1)
+
+    def create_bucket(self, name: str) -> None:
+        req = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def moto(tmp_path):
+    server = Moto(tmp_path)
+    yield server
+    server.stop()
+
+
+def test_s3_backend_with_a_store_that_stalls_mid_copy(broker_factory, moto):
+    moto.create_bucket("strata-tier")
+    broker = broker_factory({
+        **TIERED_BROKER,
+        "strata.remote.storage.uri": "s3://strata-tier/cluster-1",
+        "rsm.config.s3.endpoint": moto.endpoint,
+        "rsm.config.s3.region": "us-east-1",
+        "rsm.config.s3.access.key.id": "testing",
+        "rsm.config.s3.secret.access.key": "testing",
+    }).start()
+    topic = "tiered-s3"
+    create_topic(broker.bootstrap, topic, 1, TIERED_TOPIC)
+    first = make_records("s3a", 400, value_pad=60)
+    produce(broker.bootstrap, topic, first)
+    wait_offloaded(broker, topic, 1)
+
+    # The store stops answering mid-way: copies stall, local data stays, produce still works.
+    moto.proc.send_signal(signal.SIGSTOP)
+    second = make_records("s3b", 400, base_ts=first[-1].timestamp + 1, value_pad=60)
+    produce(broker.bootstrap, topic, second)
+    time.sleep(1.0)  # let the copy task run into the stalled store
+    assert len(local_logs(broker, topic, 0)) > 1, "nothing may be dropped locally while copies cannot finish"
+    moto.proc.send_signal(signal.SIGCONT)
+    wait_offloaded(broker, topic, 1)
+    assert_records(consume_confluent(broker.bootstrap, topic, 800), first + second)
