@@ -18,6 +18,7 @@ PY_REQUIREMENTS=(
   "pytest>=8,<9"
   "confluent-kafka==2.16.1"
   "kafka-python==3.0.12"
+  "moto[server]>=5.1,<6"  # loopback S3-API server for the tiered-storage tests (scripts/start-s3.sh)
 )
 JAR_WHEEL="shigawire-apache-flink-libraries==2.0.0.post1"
 # Jars needed by the Java client tests: the client itself, its codecs and its logging API.
