@@ -28,7 +28,7 @@ mkdir -p "$(dirname "$PIDFILE")"
 "$MOTO" -H 127.0.0.1 -p "$PORT" >"${PIDFILE%.pid}.log" 2>&1 &
 echo $! >"$PIDFILE"
 for _ in $(seq 1 300); do
-  if curl -fsS -o /dev/null "http://127.0.0.1:$PORT/"; then
+  if curl -fsS -o /dev/null "http://127.0.0.1:$PORT/" 2>/dev/null; then
     curl -fsS -o /dev/null -X PUT "http://127.0.0.1:$PORT/$BUCKET"
     cat <<SETTINGS
 remote.log.storage.system.enable=true
