@@ -37,15 +37,14 @@ fn config() -> LogConfig {
 }
 
 fn open(root: &Path) -> Arc<Log> {
-    let log = Log::open(
+    Log::open(
         &root.join("t-0"),
         config(),
         LoadParams::default(),
         SystemClock::shared(),
         DirHealth::new(root),
     )
-    .unwrap();
-    log
+    .unwrap()
 }
 
 /// Batches of 50 records, 100-byte values, keys over `keys` values.

@@ -195,8 +195,7 @@ fn a_reader_holding_a_slice_across_a_clean_reads_the_old_bytes() {
                 let (_, recs) = read_all(&log);
                 let latest = recs
                     .iter()
-                    .filter(|r| r.key.as_deref() == Some(b"k"))
-                    .last()
+                    .rfind(|r| r.key.as_deref() == Some(b"k"))
                     .unwrap();
                 assert_eq!(latest.value.as_deref(), Some(&b"v49"[..]));
                 reads += 1;
@@ -368,7 +367,7 @@ fn a_crash_at_every_file_operation_reopens_to_the_same_keys() {
         "{ops:?}"
     );
     let expected = read_all(&log).1;
-    for n in 0..ops.len() {
+    for (n, op) in ops.iter().enumerate() {
         let root = tempfile::tempdir().unwrap();
         let (log, model) = build(root.path(), &clock);
         let r = worker(&clock, 1 << 16, FailAt::new(Some(n))).clean(&log);
@@ -377,8 +376,7 @@ fn a_crash_at_every_file_operation_reopens_to_the_same_keys() {
                 r,
                 Err(CleanerError::Log { .. }) | Err(CleanerError::Checkpoint { .. })
             ),
-            "op {n} {:?}: {r:?}",
-            ops[n]
+            "op {n} {op:?}: {r:?}"
         );
         drop(log);
         let names_after_crash = names(&partition_dir(root.path()));
@@ -397,6 +395,6 @@ fn a_crash_at_every_file_operation_reopens_to_the_same_keys() {
         worker(&clock, 1 << 16, FailAt::new(None))
             .clean(&log)
             .unwrap();
-        assert_eq!(read_all(&log).1, expected, "op {n} {:?}", ops[n]);
+        assert_eq!(read_all(&log).1, expected, "op {n} {op:?}");
     }
 }

@@ -51,7 +51,7 @@ impl CleanerCheckpoints {
     fn err(&self, source: crate::checkpoint::CheckpointError) -> CleanerError {
         CleanerError::Checkpoint {
             path: self.path(),
-            source,
+            source: Box::new(source),
         }
     }
 

@@ -382,7 +382,7 @@ impl Cleaner {
             let corrupt = |at: usize, source| CleanerError::CorruptBatch {
                 path: seg.log_path(),
                 position: pos + at as u64,
-                source,
+                source: Box::new(source),
             };
             for item in BatchScanner::new(&self.buf[..n]) {
                 let (at, prefix) = item.map_err(|e| corrupt(consumed, e))?;
@@ -542,7 +542,7 @@ impl Cleaner {
         let mut txn_index =
             TransactionIndex::open(&txn_path, base).map_err(|source| CleanerError::TxnIndex {
                 path: txn_path.clone(),
-                source,
+                source: Box::new(source),
             })?;
         for (i, src) in group.iter().enumerate() {
             let upper = match group.get(i + 1) {
@@ -568,7 +568,7 @@ impl Cleaner {
         cleaned.flush().map_err(lerr)?;
         txn_index.flush().map_err(|source| CleanerError::TxnIndex {
             path: txn_path.clone(),
-            source,
+            source: Box::new(source),
         })?;
         let last = group.last().expect("groups are not empty");
         let modified = std::fs::metadata(last.log_path())
@@ -621,7 +621,7 @@ impl Cleaner {
                 FilterFault::Batch { position, source } => CleanerError::CorruptBatch {
                     path: src.log_path(),
                     position: pos + position as u64,
-                    source,
+                    source: Box::new(source),
                 },
                 FilterFault::Rebuild { position, source } => CleanerError::Rebuild {
                     path: src.log_path(),
@@ -634,7 +634,7 @@ impl Cleaner {
                     .append(&a)
                     .map_err(|source| CleanerError::TxnIndex {
                         path: txn_index.path().to_path_buf(),
-                        source,
+                        source: Box::new(source),
                     })?;
             }
             stats.messages_read += r.messages_read;
@@ -694,7 +694,7 @@ fn aborted(
             .first()
             .map(|(_, p)| p.clone())
             .unwrap_or_default(),
-        source,
+        source: Box::new(source),
     })
 }
 

@@ -260,7 +260,7 @@ pub enum CleanerError {
     Log {
         tp: TopicPartition,
         #[source]
-        source: LogError,
+        source: Box<LogError>,
     },
     /// A batch in a source segment does not parse.
     #[error("corrupt batch in {path} at position {position}: {source}")]
@@ -268,7 +268,7 @@ pub enum CleanerError {
         path: PathBuf,
         position: u64,
         #[source]
-        source: BatchError,
+        source: Box<BatchError>,
     },
     /// A batch could not be rebuilt (e.g. a record timestamp below -1).
     #[error("cannot rebuild the batch in {path} at position {position}: {source}")]
@@ -290,14 +290,14 @@ pub enum CleanerError {
     TxnIndex {
         path: PathBuf,
         #[source]
-        source: IndexError,
+        source: Box<IndexError>,
     },
     /// `cleaner-offset-checkpoint` could not be read or written.
     #[error("cleaner checkpoint {path}: {source}")]
     Checkpoint {
         path: PathBuf,
         #[source]
-        source: CheckpointError,
+        source: Box<CheckpointError>,
     },
     /// The map cannot hold even one key at its load factor.
     #[error("dedupe buffer of {slots} slots at load factor {load_factor} holds no key")]
@@ -314,7 +314,7 @@ impl CleanerError {
     pub(crate) fn log(tp: &TopicPartition, source: LogError) -> CleanerError {
         CleanerError::Log {
             tp: tp.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 

@@ -324,9 +324,9 @@ impl LogCleaner {
                     end = %o.end_offset, "log cleaned");
             }
             Err(CleanerError::Aborted { reason, .. }) => {
-                tracing::info!(%tp, ?reason, "cleaning aborted; will retry");
-                if *reason == AbortReason::Shutdown {
-                    return;
+                // Not a failure: retried at the next round without backoff.
+                if *reason != AbortReason::Shutdown {
+                    tracing::info!(%tp, ?reason, "cleaning aborted; will retry");
                 }
             }
             Err(e) => {
