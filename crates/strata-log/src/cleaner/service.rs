@@ -34,7 +34,7 @@ pub struct CleanerFailure {
     pub at_ms: i64,
     /// The error, rendered for operators (never matched on).
     pub error: String,
-    /// The log dir was taken offline by it.
+    /// The log dir was offline after it (restart required).
     pub storage_failure: bool,
     /// Failures in a row (reset by a successful cleaning).
     pub consecutive: u32,
@@ -247,7 +247,7 @@ impl LogCleaner {
                 range.first_uncleanable_offset,
             )
         })();
-        self.record(&tp, &r);
+        self.record(&tp, &r, !log.dir_health().is_online());
         self.shared
             .in_progress
             .lock()
@@ -308,7 +308,12 @@ impl LogCleaner {
         Some((log, candidates.swap_remove(i).0))
     }
 
-    fn record(&self, tp: &TopicPartition, r: &Result<CleanOutcome, CleanerError>) {
+    fn record(
+        &self,
+        tp: &TopicPartition,
+        r: &Result<CleanOutcome, CleanerError>,
+        dir_offline: bool,
+    ) {
         let now = self.clock.now_ms();
         let cfg = self.config();
         let mut states = self.shared.states.lock().unwrap_or_else(|e| e.into_inner());
@@ -336,7 +341,7 @@ impl LogCleaner {
                 st.failure = Some(CleanerFailure {
                     at_ms: now,
                     error: e.to_string(),
-                    storage_failure: e.is_storage_failure(),
+                    storage_failure: dir_offline,
                     consecutive,
                     retry_at_ms,
                 });
