@@ -167,7 +167,9 @@ fn compact_delete_runs_retention_after_cleaning() {
     dirty(&log, &clock, 10);
     let c = cleaner(&clock);
     let mut w = c.worker().unwrap();
-    c.clean_filthiest(&mut w, &[log.clone()]).unwrap().unwrap();
+    c.clean_filthiest(&mut w, std::slice::from_ref(&log))
+        .unwrap()
+        .unwrap();
     assert!(
         log.log_start_offset() > Offset(0),
         "retention.bytes deleted the cleaned segment"
