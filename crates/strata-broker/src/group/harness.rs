@@ -7,8 +7,8 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 
 use super::api::{
-    CommitPartition, CommitRequest, HeartbeatRequest, JoinRequest, JoinResult, Reply, SyncRequest,
-    SyncResult,
+    CommitPartition, CommitRequest, HeartbeatRequest, JoinRequest, JoinResult, LeaveMember,
+    LeaveResult, Reply, SyncRequest, SyncResult,
 };
 use super::config::GroupConfig;
 use super::manager::GroupManager;
@@ -188,6 +188,19 @@ impl Harness {
             group_instance_id: instance.map(str::to_string),
         };
         let r = self.m.heartbeat(req, self.now, &mut self.store);
+        self.drain();
+        r
+    }
+
+    /// LeaveGroup of one dynamic member.
+    pub(crate) fn leave(&mut self, group: &str, member: &str) -> LeaveResult {
+        let leaving = LeaveMember {
+            member_id: member.to_string(),
+            group_instance_id: None,
+        };
+        let r = self
+            .m
+            .leave(group, vec![leaving], self.now, &mut self.store);
         self.drain();
         r
     }

@@ -477,3 +477,48 @@ fn leader_rejoin_in_stable_forces_rebalance_follower_same_metadata_does_not() {
     h.join_with(req);
     assert_eq!(h.state(G), "PreparingRebalance");
 }
+
+#[test]
+fn a_superseded_join_is_answered_so_no_request_hangs() {
+    let mut h = Harness::new(0);
+    let a = h.stable_single(G);
+    let (b, tb) = h.join_new(G);
+    let ta = h.join(G, &a);
+    assert!(h.take_join(ta).is_some() && h.take_join(tb).is_some());
+    let sa = h.sync(G, &a, 2, &[]);
+    let sb = h.sync(G, &b, 2, &[]);
+    assert!(h.take_sync(sa).is_some() && h.take_sync(sb).is_some());
+    let (_c, tc) = h.join_new(G);
+    // a rejoins twice while the group still waits for b.
+    let first = h.join(G, &a);
+    assert!(h.take_join(first).is_none());
+    let second = h.join(G, &a);
+    assert_eq!(
+        h.take_join(first).unwrap().error,
+        Some(E::RebalanceInProgress),
+        "Kafka drops the superseded request; Strata answers it so the connection is not blocked"
+    );
+    assert!(h.take_join(second).is_none());
+    let tb = h.join(G, &b);
+    for t in [second, tb, tc] {
+        assert_eq!(h.take_join(t).unwrap().generation_id, 3);
+    }
+}
+
+#[test]
+fn member_removed_while_parked_on_sync_gets_an_answer() {
+    let mut h = Harness::new(0);
+    let a = h.stable_single(G);
+    let (b, tb) = h.join_new(G);
+    let ta = h.join(G, &a);
+    assert!(h.take_join(ta).is_some() && h.take_join(tb).is_some());
+    let sb = h.sync(G, &b, 2, &[]);
+    assert!(h.take_sync(sb).is_none());
+    let r = h.leave(G, &b);
+    assert_eq!(r.members[0].1, None);
+    assert_eq!(
+        h.take_sync(sb).unwrap().error,
+        Some(E::UnknownMemberId),
+        "Kafka would leave it unanswered; Strata answers so the connection is not blocked"
+    );
+}
