@@ -1,0 +1,314 @@
+"""Drives consumer-group members in subprocesses for the group tests (test_groups*.py).
+
+A `Member` is one consumer process (group_member.py for librdkafka and kafka-python,
+GroupMember.java for the Java client) whose JSON-line events are collected by a reader thread,
+so a test can wait on a condition with a deadline, kill the process with SIGKILL, and still read
+everything it printed before dying. `BackgroundProducer` writes records to every partition while
+the group rebalances; `check_exactly_once` compares what all members processed with what was
+acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+HERE = Path(__file__).resolve().parent
+CLIENTS = ["confluent", "java", "kafka-python"]
+SESSION_MS = 6000
+WAIT_S = 60.0
+
+
+@dataclass
+class Event:
+    at: float  # time.monotonic() when the line was read
+    fields: dict
+
+    @property
+    def kind(self) -> str:
+        return self.fields["event"]
+
+
+class Member:
+    """One group member process and the events it printed."""
+
+    def __init__(self, name: str, argv: list[str]):
+        self.name = name
+        self.argv = argv
+        self.events: list[Event] = []
+        self.stderr_lines: list[str] = []
+        self.cond = threading.Condition()
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        self._readers = [threading.Thread(target=self._read_stdout, daemon=True),
+                         threading.Thread(target=self._read_stderr, daemon=True)]
+        for t in self._readers:
+            t.start()
+
+    def _read_stdout(self) -> None:
+        for line in self.proc.stdout:
+            if not line.startswith("{"):
+                continue
+            event = Event(time.monotonic(), json.loads(line))
+            with self.cond:
+                self.events.append(event)
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    def _read_stderr(self) -> None:
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+            del self.stderr_lines[:-200]
+
+    # --- state derived from the events -------------------------------------------------------
+
+    def snapshot(self) -> list[Event]:
+        with self.cond:
+            return list(self.events)
+
+    def assignment(self) -> set[int] | None:
+        """Partitions held after the last event, or None while a rebalance is under way."""
+        held: set[int] | None = None
+        for e in self.snapshot():
+            if e.kind == "assigned":
+                held = set(e.fields["partitions"])
+            elif e.kind in ("revoked", "lost", "closed"):
+                held = None
+        return held
+
+    def generation(self) -> int | None:
+        gens = [e.fields.get("generation") for e in self.snapshot() if e.kind == "assigned"]
+        return gens[-1] if gens else None
+
+    def records(self) -> list[tuple[int, int, str]]:
+        return [(e.fields["partition"], e.fields["offset"], e.fields["value"])
+                for e in self.snapshot() if e.kind == "record"]
+
+    def committed(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for e in self.snapshot():
+            if e.kind == "committed":
+                for p, o in e.fields["offsets"].items():
+                    out[int(p)] = max(out.get(int(p), 0), o)
+        return out
+
+    def count(self, kind: str) -> int:
+        return sum(1 for e in self.snapshot() if e.kind == kind)
+
+    def first(self, kind: str) -> Event | None:
+        return next((e for e in self.snapshot() if e.kind == kind), None)
+
+    def describe(self) -> str:
+        kinds = Counter(e.kind for e in self.snapshot())
+        tail = [e.fields for e in self.snapshot() if e.kind != "record"][-12:]
+        return (f"{self.name} (exit {self.proc.poll()}): {dict(kinds)}; last events {tail}; "
+                f"stderr tail: {''.join(self.stderr_lines[-15:])}")
+
+    # --- control ------------------------------------------------------------------------------
+
+    def wait_for(self, predicate, what: str, timeout: float = WAIT_S):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                result = predicate(self)
+                if result:
+                    return result
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"{self.name}: timed out waiting for {what}\n{self.describe()}")
+                if self.proc.poll() is not None and not self._readers[0].is_alive():
+                    raise AssertionError(f"{self.name}: exited while waiting for {what}\n{self.describe()}")
+                self.cond.wait(min(remaining, 0.2))
+
+    def close(self, timeout: float = WAIT_S) -> None:
+        """Asks for a clean close (LeaveGroup for a dynamic member) and waits for the exit."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("close\n")
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                pass
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"{self.name}: did not close within {timeout}s\n{self.describe()}")
+        for t in self._readers:
+            t.join(timeout=10)
+        assert code == 0, f"{self.name}: exited with {code}\n{self.describe()}"
+
+    def kill(self) -> float:
+        """SIGKILL: no LeaveGroup, no commit. Returns the time of the kill."""
+        at = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for t in self._readers:
+            t.join(timeout=10)
+        return at
+
+
+class MemberFactory:
+    """Starts members of one client kind; kills whatever is left on teardown."""
+
+    def __init__(self, kind: str, java_classpath: str | None):
+        self.kind = kind
+        self.java_classpath = java_classpath
+        self.members: list[Member] = []
+
+    def start(self, name: str, bootstrap: str, topic: str, group: str, instance: str | None = None,
+              session_ms: int = SESSION_MS, kind: str | None = None) -> Member:
+        kind = kind or self.kind
+        tail = [bootstrap, topic, group, instance or "-", str(session_ms)]
+        if kind == "java":
+            argv = ["java", "-cp", self.java_classpath, "GroupMember", *tail]
+        else:
+            argv = [sys.executable, str(HERE / "group_member.py"), kind, *tail]
+        member = Member(f"{name}[{kind}]", argv)
+        self.members.append(member)
+        return member
+
+    def cleanup(self) -> None:
+        for m in self.members:
+            if m.proc.poll() is None:
+                m.kill()
+
+
+def wait_stable(members: list[Member], partitions: int, timeout: float = WAIT_S,
+                sizes: list[int] | None = None) -> dict[str, set[int]]:
+    """Waits until every member holds an assignment and together they hold each partition once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        held = {m.name: m.assignment() for m in members}
+        if all(h is not None for h in held.values()):
+            flat = [p for h in held.values() for p in h]
+            if sorted(flat) == list(range(partitions)):
+                if sizes is None or sorted(len(h) for h in held.values()) == sorted(sizes):
+                    return held
+        if time.monotonic() > deadline:
+            details = "\n".join(m.describe() for m in members)
+            raise AssertionError(f"no stable assignment of {partitions} partitions within {timeout}s: {held}\n{details}")
+        for m in members:
+            if m.proc.poll() is not None:
+                raise AssertionError(f"{m.name} exited while waiting for a stable assignment\n{m.describe()}")
+        time.sleep(0.05)
+
+
+class BackgroundProducer:
+    """Produces `prefix-N` values round-robin over the partitions at a steady rate until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, prefix: str, rate_per_s: int = 300):
+        self.topic = topic
+        self.partitions = partitions
+        self.prefix = prefix
+        self.rate = rate_per_s
+        self.acked: dict[tuple[int, int], str] = {}
+        self.failed: list[str] = []
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                                   "enable.idempotence": True})
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._seq = 0
+        self._thread.start()
+
+    def _deliver(self, value: str):
+        def cb(err, msg):
+            if err is not None:
+                self.failed.append(f"{value}: {err}")
+            else:
+                self.acked[(msg.partition(), msg.offset())] = value
+        return cb
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        while not self._stop.is_set():
+            due = int((time.monotonic() - start) * self.rate)
+            while self._seq < due:
+                value = f"{self.prefix}-{self._seq}"
+                self._producer.produce(self.topic, value.encode(), partition=self._seq % self.partitions,
+                                       on_delivery=self._deliver(value))
+                self._seq += 1
+            self._producer.poll(0.02)
+
+    def acked_count(self) -> int:
+        return len(self.acked)
+
+    def stop(self) -> dict[tuple[int, int], str]:
+        self._stop.set()
+        self._thread.join()
+        left = self._producer.flush(30)
+        assert left == 0 and not self.failed, f"producer: {left} unsent, failures {self.failed[:5]}"
+        assert len(self.acked) == self._seq
+        return dict(self.acked)
+
+
+def produce_batch(bootstrap: str, topic: str, partitions: int, prefix: str, per_partition: int) -> dict:
+    """Produces per_partition records to each partition and returns {(partition, offset): value}."""
+    acked: dict[tuple[int, int], str] = {}
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+
+    def cb(err, msg):
+        assert err is None, err
+        acked[(msg.partition(), msg.offset())] = msg.value().decode()
+
+    for i in range(per_partition):
+        for p in range(partitions):
+            producer.produce(topic, f"{prefix}-{p}-{i}".encode(), partition=p, on_delivery=cb)
+    assert producer.flush(30) == 0
+    assert len(acked) == partitions * per_partition
+    return acked
+
+
+def wait_consumed(members: list[Member], expected: dict[tuple[int, int], str], timeout: float = WAIT_S) -> None:
+    """Waits until the members together processed every expected (partition, offset)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = {(p, o) for m in members for p, o, _ in m.records()}
+        missing = set(expected) - seen
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            details = "\n".join(m.describe() for m in members)
+            raise AssertionError(f"{len(missing)} records never consumed, e.g. {sorted(missing)[:10]}\n{details}")
+        time.sleep(0.1)
+
+
+def check_exactly_once(members: list[Member], expected: dict[tuple[int, int], str],
+                       allowed_duplicates: set[tuple[int, int]] = frozenset()) -> Counter:
+    """Every expected record processed, with the right value, nothing else, and only the allowed
+    (partition, offset)s more than once (then at most twice). Returns the duplicate counter."""
+    counts: Counter = Counter()
+    for m in members:
+        for p, o, value in m.records():
+            assert (p, o) in expected, f"{m.name} processed ({p}, {o}) = {value!r}, which was never produced"
+            assert expected[(p, o)] == value, f"{m.name}: ({p}, {o}) is {value!r}, produced {expected[(p, o)]!r}"
+            counts[(p, o)] += 1
+    missing = set(expected) - set(counts)
+    assert not missing, f"{len(missing)} records lost, e.g. {sorted(missing)[:10]}"
+    dups = Counter({k: c for k, c in counts.items() if c > 1})
+    unexpected = {k: c for k, c in dups.items() if k not in allowed_duplicates or c > 2}
+    assert not unexpected, (f"{len(unexpected)} records processed more than once beyond the allowed "
+                            f"{len(allowed_duplicates)}: e.g. {sorted(unexpected.items())[:10]}")
+    failures = [(m.name, e.fields) for m in members for e in m.snapshot() if e.kind == "commit_failed"]
+    assert not failures, f"commits failed: {failures[:5]}"
+    return dups
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's committed offsets via OffsetFetch (librdkafka; this consumer never joins)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        tps = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+        return {tp.partition: tp.offset for tp in tps}
+    finally:
+        consumer.close()
