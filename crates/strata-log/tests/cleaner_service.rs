@@ -214,16 +214,19 @@ fn the_manager_runs_named_cleaner_threads_until_shutdown() {
         ..CleanerConfig::default()
     });
     mgr.start_background();
-    let names = thread_names();
-    // Thread names are cut at 15 bytes in /proc: "strata-log-clea".
-    assert!(
-        names
+    // A new thread names itself once it runs: wait for that (deadline, no
+    // sleep). Names are cut at 15 bytes in /proc: "strata-log-clea".
+    let count = || {
+        thread_names()
             .iter()
             .filter(|n| n.starts_with("strata-log-clea"))
             .count()
-            >= 2,
-        "{names:?}"
-    );
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count() < 2 && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    assert_eq!(count(), 2, "{:?}", thread_names());
     mgr.shutdown().unwrap();
     assert!(
         !thread_names()
