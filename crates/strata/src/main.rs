@@ -47,6 +47,9 @@ enum Command {
     /// Inspect and check Kafka log directories, segments and indexes.
     #[command(subcommand)]
     Log(LogCommand),
+    /// Tiered storage (KIP-405) tools: `fsck` reconciles metadata with the bucket.
+    #[command(subcommand)]
+    Tier(strata_tiered::cli::TierCommand),
 }
 
 #[derive(Args, Debug)]
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         Command::Log(LogCommand::Verify(args)) => verify::run(&args),
         Command::Log(LogCommand::Doctor(args)) => doctor::run(&args),
         Command::Log(LogCommand::Compact(args)) => compact::run(&args),
+        Command::Tier(cmd) => strata_tiered::cli::run(&cmd),
     };
     ExitCode::from(code)
 }
