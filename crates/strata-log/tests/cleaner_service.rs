@@ -235,3 +235,28 @@ fn the_manager_runs_named_cleaner_threads_until_shutdown() {
         "joined at shutdown"
     );
 }
+
+#[test]
+fn truncation_below_the_active_segment_lowers_the_checkpoint() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(T0);
+    let log = open_named(root.path(), "a-0", &compact_config(1 << 20), &clock);
+    dirty(&log, &clock, 20);
+    let c = cleaner(&clock);
+    let mut w = c.worker().unwrap();
+    c.clean_filthiest(&mut w, std::slice::from_ref(&log))
+        .unwrap()
+        .unwrap();
+    let ckpt = strata_log::cleaner::CleanerCheckpoints::for_partition_dir(&log.dir());
+    let tp = log.topic_partition().clone();
+    assert_eq!(ckpt.get(&tp).unwrap(), Some(Offset(20)));
+    // Inside the active segment: unchanged.
+    append(&log, clock.now_ms(), &[("more", Some("1"))]);
+    log.truncate_to(Offset(21)).unwrap();
+    assert_eq!(ckpt.get(&tp).unwrap(), Some(Offset(20)));
+    // Below it: lowered to the new active segment's base.
+    log.truncate_to(Offset(19)).unwrap();
+    let active = log.segments().last().unwrap().base_offset;
+    assert_eq!(ckpt.get(&tp).unwrap(), Some(active));
+    assert!(active <= Offset(19));
+}

@@ -34,6 +34,21 @@ fn hook(hooks: &dyn CleanerHooks, op: FileOp, log: &Log) -> Result<(), LogError>
 }
 
 impl Log {
+    /// After a truncation below the active segment (Kafka
+    /// `maybeTruncateCheckpoint`): the cleaner's first dirty offset may not
+    /// stay above the new active segment's base, or re-appended data there
+    /// would count as clean. A failure is logged; a checkpoint left above
+    /// the log end is reset by the cleaner anyway.
+    pub(crate) fn lower_cleaner_checkpoint(&self) {
+        let Some(active) = self.snapshot().last().map(|s| s.base_offset()) else {
+            return;
+        };
+        let ckpt = crate::cleaner::CleanerCheckpoints::for_partition_dir(&self.dir());
+        if let Err(e) = ckpt.maybe_truncate(&self.tp, active) {
+            tracing::warn!(tp = %self.tp, error = %e, "cannot lower the cleaner checkpoint after truncation");
+        }
+    }
+
     /// Replace `old` (consecutive, inactive segments of this log) with the
     /// `.cleaned` segment `cleaned`. Returns `Ok(false)` without touching
     /// anything when `old` is no longer part of the log.
