@@ -68,6 +68,11 @@ pub fn object_key(id: &RemoteLogSegmentId, start: Offset, suffix: &str) -> Strin
     )
 }
 
+/// Key of one object of the segment `md` (relative to the store root).
+pub fn object_key_for(md: &crate::metadata::RemoteLogSegmentMetadata, suffix: &str) -> String {
+    object_key(&md.segment_id, md.start_offset, suffix)
+}
+
 /// A parsed object key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectKey {

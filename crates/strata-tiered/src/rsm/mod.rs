@@ -17,7 +17,7 @@ use bytes::Bytes;
 use crate::error::RemoteStorageError;
 use crate::metadata::RemoteLogSegmentMetadata;
 
-pub use layout::{parse_object_key, ObjectKey, PartitionDirName};
+pub use layout::{object_key_for, parse_object_key, ObjectKey, PartitionDirName};
 pub use object::{ObjectStoreRsm, RemoteObject};
 
 /// The companion files of a remote segment (Kafka `IndexType`).
