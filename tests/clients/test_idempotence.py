@@ -15,7 +15,9 @@ rebuilt state (no duplicates) and its next batches accepted (no false OUT_OF_ORD
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -250,3 +252,75 @@ def test_producer_ids_are_never_reused_across_restarts_and_crashes(proxied):
     assert all(i >= 0 for i in ids), ids
     assert len(set(ids)) == len(ids), f"producer ids reused: {ids}"
     assert ids == sorted(ids), ids
+
+
+class JavaProducerProcess:
+    """`IdempotentProducerStdin`: one Java producer kept alive across broker restarts."""
+
+    def __init__(self, java, bootstrap: str, topic: str, prefix: str, partitions: int):
+        self.proc = subprocess.Popen(
+            ["java", "-cp", java.classpath, "IdempotentProducerStdin", bootstrap, topic, prefix, str(partitions)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+        )
+        self.expect("ready")
+
+    def expect(self, event: str) -> dict:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"java producer exited (code {self.proc.wait()}) waiting for {event}")
+            if line.startswith("{"):
+                msg = json.loads(line)
+                if msg["event"] == event:
+                    return msg
+
+    def command(self, line: str, reply: str) -> dict:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.expect(reply)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.command("quit", "closed")
+            finally:
+                self.proc.wait(timeout=60)
+
+
+def test_java_producer_keeps_going_across_sigkill_with_snapshots_deleted(proxied, java):
+    b, proxy = proxied(every=0, overrides={"log.segment.bytes": "16384"})
+    topic, prefix, partitions = "idem-java-crash", "jc", 2
+    create_topic(proxy.bootstrap, topic, partitions=partitions)
+    producer = JavaProducerProcess(java, proxy.bootstrap, topic, prefix, partitions)
+    try:
+        producer.command("send 0 3000", "sent")
+        done = producer.command("flush", "flushed")
+        assert (done["acked"], done["failed"]) == (3000, 0), done
+
+        proxy.hold_produce.set()
+        producer.command("send 3000 600", "sent")
+        deadline = time.monotonic() + 60
+        written, previous = 0, -1
+        while time.monotonic() < deadline:
+            written = sum(end_offset(b.bootstrap, topic, p) for p in range(partitions))
+            if written > 3000 and written == previous and proxy.stats.held_responses > 0:
+                break
+            previous = written
+            time.sleep(0.3)
+        assert written > 3000, f"no held batch reached the log ({written} records, {proxy.stats})"
+
+        b.kill()
+        proxy.disconnect_all()
+        for p in snapshot_files(b.log_dir, topic):
+            p.unlink()
+        proxy.hold_produce.clear()
+        b.start()
+
+        producer.command("send 3600 1400", "sent")
+        done = producer.command("flush", "flushed")
+        assert done["failed"] == 0, done["firstError"]
+        assert done["acked"] == 5000, done
+    finally:
+        producer.close()
+    print(f"proxy: {proxy.stats}")
+    assert_exactly_once(consume_all(b.bootstrap, topic, partitions), prefix, 5000)
