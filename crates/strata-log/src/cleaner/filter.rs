@@ -20,7 +20,7 @@ use crate::batch::{
 };
 use crate::types::{Offset, ProducerEpoch, ProducerId, Timestamp};
 
-use super::offset_map::OffsetMap;
+use super::offset_map::{OffsetMap, HASH_SIZE};
 use super::txn::CleanedTxnMetadata;
 
 /// What producer state says about a producer (Kafka `LastRecord`).
@@ -208,16 +208,17 @@ fn should_retain_record(
     ctx: &mut FilterContext<'_>,
     batch: &BatchView<'_>,
     record: &Record<'_>,
+    hash: Option<&[u8; HASH_SIZE]>,
     result: &mut ChunkResult,
 ) -> bool {
     if record.offset > ctx.map.latest_offset() {
         return true;
     }
-    let Some(key) = record.key else {
+    let Some(hash) = hash else {
         result.invalid_records += 1;
         return false;
     };
-    let latest = record.offset >= ctx.map.get(key);
+    let latest = record.offset >= ctx.map.get_hashed(hash);
     let retain_deletes = batch.delete_horizon().is_none_or(|h| ctx.now_ms < h.0);
     latest && (record.value.is_some() || retain_deletes)
 }
@@ -254,19 +255,39 @@ fn filter_batch(
         result.messages_read += batch.records_count().max(0) as u64;
         return Ok(());
     }
-    let mut retained: Vec<Record<'_>> = Vec::new();
+    let mut records: Vec<Record<'_>> = Vec::with_capacity(batch.records_count().max(0) as usize);
+    for r in batch.record_iter(scratch)? {
+        records.push(r?);
+    }
+    // Digests of the keys the map will be asked about, prefetched together.
+    let lookups = !discard_records && !control;
+    let latest = ctx.map.latest_offset();
+    let hashes: Vec<Option<[u8; HASH_SIZE]>> = if lookups {
+        records
+            .iter()
+            .map(|r| {
+                r.key.filter(|_| r.offset <= latest).map(|k| {
+                    let h = OffsetMap::hash(k);
+                    ctx.map.prefetch(&h);
+                    h
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut retained: Vec<Record<'_>> = Vec::with_capacity(records.len());
     let mut write_original = true;
     let mut tombstones = false;
     let mut max_offset = Offset(-1);
-    for r in batch.record_iter(scratch)? {
-        let r = r?;
+    for (i, r) in records.into_iter().enumerate() {
         result.messages_read += 1;
         let keep = if discard_records {
             false
         } else if control {
             true
         } else {
-            should_retain_record(ctx, batch, &r, result)
+            should_retain_record(ctx, batch, &r, hashes[i].as_ref(), result)
         };
         if keep {
             max_offset = max_offset.max(r.offset);

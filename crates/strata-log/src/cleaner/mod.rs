@@ -56,7 +56,7 @@ pub use filter::{
     filter_chunk, BatchRetention, ChunkResult, FilterContext, FilterFault, LastRecord,
 };
 pub use md5::md5;
-pub use offset_map::{MapFull, OffsetMap, BYTES_PER_ENTRY};
+pub use offset_map::{MapFull, OffsetMap, BYTES_PER_ENTRY, HASH_SIZE};
 pub use policy::{
     choose_filthiest, cleanable, group_segments_by_size, Cleanable, CleanerLogSnapshot,
     CompactionSettings, DirtyEnd, SegmentFacts,

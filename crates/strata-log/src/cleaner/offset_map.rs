@@ -18,7 +18,8 @@ use super::md5::md5;
 use super::slots::SlotMemory;
 use crate::types::Offset;
 
-const HASH_SIZE: usize = 16;
+/// Bytes of a key digest (MD5).
+pub const HASH_SIZE: usize = 16;
 /// Bytes per slot: digest + offset.
 pub const BYTES_PER_ENTRY: usize = HASH_SIZE + 8;
 
@@ -148,10 +149,39 @@ impl OffsetMap {
     /// [`MapFull`] when every slot is taken (callers stop at the load
     /// factor long before).
     pub fn put(&mut self, key: &[u8], offset: Offset) -> Result<(), MapFull> {
+        self.put_hashed(&md5(key), offset)
+    }
+
+    /// The digest the map stores for `key`.
+    pub fn hash(key: &[u8]) -> [u8; HASH_SIZE] {
+        md5(key)
+    }
+
+    /// Hint the CPU to load the first slot `hash` probes: callers hash a
+    /// batch's keys, prefetch them all, then put or get, so the cache
+    /// misses of a batch overlap instead of queueing.
+    pub fn prefetch(&self, hash: &[u8; HASH_SIZE]) {
+        let pos = self.position_of(hash, 0);
+        let p = self.bytes[pos..].as_ptr();
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint; it never faults, even on an invalid
+        // address, and `p` points into our slot memory anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
+    }
+
+    /// [`Self::put`] with the key's digest already computed.
+    ///
+    /// # Errors
+    /// As [`Self::put`].
+    pub fn put_hashed(&mut self, hash: &[u8; HASH_SIZE], offset: Offset) -> Result<(), MapFull> {
+        let hash = *hash;
         if self.entries >= self.slots {
             return Err(MapFull { slots: self.slots });
         }
-        let hash = md5(key);
         self.lookups += 1;
         let mut attempt = 0;
         let mut pos = self.position_of(&hash, attempt);
@@ -176,7 +206,12 @@ impl OffsetMap {
 
     /// The latest offset stored for `key`, or `Offset(-1)`.
     pub fn get(&mut self, key: &[u8]) -> Offset {
-        let hash = md5(key);
+        self.get_hashed(&md5(key))
+    }
+
+    /// [`Self::get`] with the key's digest already computed.
+    pub fn get_hashed(&mut self, hash: &[u8; HASH_SIZE]) -> Offset {
+        let hash = *hash;
         self.lookups += 1;
         let max_attempts = self.slots + HASH_SIZE - 4;
         for attempt in 0..max_attempts {

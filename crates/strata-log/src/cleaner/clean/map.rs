@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::{aborted, read_chunk, CleanStats, Cleaner};
 use crate::batch::{BatchScanner, BatchView, MAGIC_V2};
 use crate::cleaner::filter::control_type;
+use crate::cleaner::offset_map::{OffsetMap, HASH_SIZE};
 use crate::cleaner::txn::CleanedTxnMetadata;
 use crate::cleaner::CleanerError;
 use crate::error::LogError;
@@ -72,6 +73,7 @@ impl Cleaner {
             .map_err(lerr)?
             .map_or(size, |p| p.position);
         let mut scratch = Vec::new();
+        let mut keyed: Vec<([u8; HASH_SIZE], Offset, u64)> = Vec::new();
         while pos < size {
             self.check_done(tp)?;
             let n = read_chunk(seg.file(), pos, size, &mut self.buf)
@@ -101,20 +103,29 @@ impl Cleaner {
                 } else if txn.on_batch_read(&b) {
                     stats.map_messages_read += b.records_count().max(0) as u64;
                 } else {
+                    // Hash and prefetch the batch's keys, then put them in
+                    // order (the map may fill at any record).
+                    keyed.clear();
+                    let mut n = 0u64;
                     for r in b.record_iter(&mut scratch).map_err(|e| corrupt(at, e))? {
                         let r = r.map_err(|e| corrupt(at, e))?;
-                        if let Some(key) = r.key {
-                            if r.offset >= start {
-                                if self.map.len() >= self.max_desired {
-                                    return Ok(true);
-                                }
-                                self.map
-                                    .put(key, r.offset)
-                                    .expect("the load factor keeps free slots");
-                            }
+                        n += 1;
+                        if let (Some(key), true) = (r.key, r.offset >= start) {
+                            let h = OffsetMap::hash(key);
+                            self.map.prefetch(&h);
+                            keyed.push((h, r.offset, n));
                         }
-                        stats.map_messages_read += 1;
                     }
+                    for (h, offset, read) in &keyed {
+                        if self.map.len() >= self.max_desired {
+                            stats.map_messages_read += read - 1;
+                            return Ok(true);
+                        }
+                        self.map
+                            .put_hashed(h, *offset)
+                            .expect("the load factor keeps free slots");
+                    }
+                    stats.map_messages_read += n;
                 }
                 if b.last_offset() >= start {
                     self.map.update_latest_offset(b.last_offset());
