@@ -295,3 +295,50 @@ fn aborted_data_goes_markers_stay_while_their_data_does() {
         (ProducerId(6000), Offset(5))
     );
 }
+
+#[test]
+fn dry_run_predicts_what_the_clean_then_does_without_writing() {
+    let src = fixtures().join("data-gzip");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(partition_dir(root.path())).unwrap();
+    std::fs::copy(
+        src.join("00000000000000000000.log"),
+        partition_dir(root.path()).join("00000000000000000000.log"),
+    )
+    .unwrap();
+    let clock = MockClock::new(T0 + 5_000_000);
+    let cfg = compact_config(1 << 20);
+    {
+        let log = open(root.path(), &cfg, &clock);
+        log.roll().unwrap();
+        append(&log, clock.now_ms(), &[("not-in-fixture", Some("x"))]);
+        log.close().unwrap();
+    }
+    let listing = names(&partition_dir(root.path()));
+    let r = strata_log::cleaner::dry_run(
+        &partition_dir(root.path()),
+        clock.now_ms(),
+        cfg.delete_retention_ms,
+        0.9,
+    )
+    .unwrap();
+    assert_eq!(
+        names(&partition_dir(root.path())),
+        listing,
+        "nothing written"
+    );
+    assert_eq!((r.first_dirty_offset, r.first_uncleanable_offset), (0, 300));
+    assert_eq!(r.distinct_dirty_keys, 37);
+    assert_eq!(r.records_read, 300);
+    let log = open(root.path(), &cfg, &clock);
+    let o = worker(&clock).clean(&log).unwrap();
+    let below: u64 = log
+        .segments()
+        .iter()
+        .filter(|s| s.base_offset < o.end_offset)
+        .map(|s| s.size)
+        .sum();
+    assert_eq!(r.bytes_after, below, "the estimate is the cleaned size");
+    assert_eq!(r.records_kept, o.stats.messages_written);
+    assert_eq!(r.reclaimable_bytes, o.bytes_reclaimed());
+}
