@@ -12,6 +12,7 @@
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use strata_log::FileSlice;
@@ -29,6 +30,8 @@ use crate::stats::Stats;
 const WRITE_QUEUE: usize = 16;
 /// Small parts are gathered into one buffer up to this size per write.
 const COALESCE_BYTES: usize = 64 * 1024;
+/// How long shutdown waits for a connection's queued answers to be written.
+const SHUTDOWN_WRITE_GRACE: Duration = Duration::from_secs(5);
 
 /// A piece of a response frame.
 #[derive(Debug)]
@@ -88,6 +91,15 @@ pub(crate) async fn run(
         let frame = match frame {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
+            Err(FrameError::Io(error))
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                tracing::debug!(?peer, %error, "peer reset the connection");
+                break;
+            }
             Err(error) => {
                 tracing::info!(?peer, %error, "closing connection");
                 break;
@@ -96,8 +108,13 @@ pub(crate) async fn run(
         Stats::add(&broker.stats.requests, 1);
         match dispatch::dispatch(&broker, frame).await {
             Ok(Some(response)) => {
-                if tx.send(response).await.is_err() {
-                    break; // writer failed: the socket is gone
+                // A client that stops reading must not hold up shutdown.
+                let sent = tokio::select! {
+                    r = tx.send(response) => r.is_ok(),
+                    _ = shutdown.changed() => false,
+                };
+                if !sent {
+                    break; // writer failed (socket gone) or shutting down
                 }
             }
             Ok(None) => {}
@@ -108,10 +125,26 @@ pub(crate) async fn run(
         }
     }
     drop(tx);
-    match writer_task.await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::debug!(?peer, %error, "socket write failed"),
-        Err(error) => tracing::warn!(?peer, %error, "connection writer task failed"),
+    // Let queued answers go out; during shutdown, give a stuck peer a bounded grace.
+    let mut writer_task = writer_task;
+    let finished = if *shutdown.borrow() {
+        tokio::time::timeout(SHUTDOWN_WRITE_GRACE, &mut writer_task)
+            .await
+            .ok()
+    } else {
+        Some((&mut writer_task).await)
+    };
+    match finished {
+        Some(Ok(Ok(()))) => {}
+        Some(Ok(Err(error))) => tracing::debug!(?peer, %error, "socket write failed"),
+        Some(Err(error)) => tracing::warn!(?peer, %error, "connection writer task failed"),
+        None => {
+            writer_task.abort();
+            tracing::info!(
+                ?peer,
+                "dropped unsent responses of a peer that stopped reading"
+            );
+        }
     }
 }
 

@@ -123,3 +123,35 @@ async fn connection_limit_is_enforced() {
     assert_eq!(resp.error_code, 0);
     broker.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_peer_that_stopped_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "big").await;
+    let value = "v".repeat(1000);
+    produce(&mut c, "big", 0, batch(200, &value, 1_000, false)).await;
+    let id = topic_id(&mut c, "big").await;
+    // Pipeline far more fetch answers than socket buffers hold, never read them.
+    let mut all = Vec::new();
+    for _ in 0..400 {
+        let (_, frame) = c.frame(&fetch_request("big", id, 0, 0, 0, 1), 12);
+        all.extend_from_slice(&frame);
+    }
+    c.send_raw(&all).await;
+    // Wait until the broker is stuck writing: enough answers went through sendfile.
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while broker.stats().sendfile_calls < 10 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "broker never started answering"
+        );
+        tokio::task::yield_now().await;
+    }
+    tokio::time::timeout(DEADLINE, broker.shutdown())
+        .await
+        .expect("shutdown finishes despite the stuck peer")
+        .unwrap();
+    drop(c);
+}
