@@ -260,3 +260,57 @@ fn truncation_below_the_active_segment_lowers_the_checkpoint() {
     assert_eq!(ckpt.get(&tp).unwrap(), Some(active));
     assert!(active <= Offset(19));
 }
+
+/// A clock whose monotonic time moves 10 ms at every reading, as if each
+/// chunk of cleaner I/O took that long.
+#[derive(Debug)]
+struct Ticking(Arc<MockClock>);
+
+impl Clock for Ticking {
+    fn now_ms(&self) -> i64 {
+        self.0.now_ms()
+    }
+    fn monotonic_ns(&self) -> u64 {
+        self.0.advance_ns(10_000_000);
+        self.0.monotonic_ns()
+    }
+}
+
+#[test]
+fn io_max_bytes_per_second_throttles_a_cleaning() {
+    use strata_log::cleaner::{Cleaner, Throttler};
+    let root = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(T0);
+    let log = open_named(root.path(), "a-0", &compact_config(1 << 20), &clock);
+    for i in 0..400 {
+        append(
+            &log,
+            clock.now_ms(),
+            &[(&format!("k{}", i % 7), Some(&"v".repeat(200)))],
+        );
+    }
+    log.roll().unwrap();
+    append(&log, clock.now_ms(), &[("tail", Some("x"))]);
+    let ticking: strata_log::SharedClock = Arc::new(Ticking(clock.clone()));
+    let slept = Arc::new(std::sync::Mutex::new(std::time::Duration::ZERO));
+    let s2 = slept.clone();
+    let c2 = clock.clone();
+    let sleeper: strata_log::cleaner::Sleeper = Arc::new(move |d| {
+        *s2.lock().unwrap() += d;
+        c2.advance_ns(d.as_nanos() as u64);
+    });
+    let cfg = CleanerConfig {
+        dedupe_buffer_size: 1 << 16,
+        io_buffer_size: 8192,
+        ..CleanerConfig::default()
+    };
+    // 10 KB/s against ~100 KB read per 10 ms tick: it must pause.
+    let mut w = Cleaner::new(&cfg, clock.clone())
+        .unwrap()
+        .with_throttler(Throttler::new(10_000.0, ticking, sleeper));
+    let o = w.clean(&log).unwrap();
+    assert!(o.bytes_reclaimed() > 0);
+    let total = *slept.lock().unwrap();
+    assert!(total.as_secs() >= 1, "slept {total:?}");
+    assert_eq!(w.throttler().total_slept(), total);
+}

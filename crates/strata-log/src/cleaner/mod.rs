@@ -68,7 +68,7 @@ pub use service::{
     compaction_status, CleanerFailure, CompactionStatus, LogCleaner, PartitionCleanerState,
 };
 pub use snapshot::cleaner_snapshot;
-pub use throttle::Throttler;
+pub use throttle::{Sleeper, Throttler};
 pub use txn::{collect_aborted, CleanedTxnMetadata};
 
 /// Broker-level cleaner settings (Kafka names, §11.1).
