@@ -9,8 +9,10 @@
 //! [`PartitionCleanerState`].
 //!
 //! # Locks
-//! `states`, `in_progress`, `threads` and `config` are leaf locks, never
-//! held across a cleaning or a log lock.
+//! `in_progress` then `states` are held together only while choosing a log
+//! (which reads segment facts, taking segment state locks after them);
+//! `threads`, `config` and `hooks` are leaf locks. None is held across a
+//! cleaning or a log's append lock.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
