@@ -132,6 +132,35 @@ async fn each_failure_maps_to_kafkas_code() {
     assert!(seg.len() > 300);
     assert_eq!(produce_code(&mut c, "tinyseg", 0, seg, -1, 9).await, 18);
 
+    // INVALID_TOPIC_EXCEPTION: clients cannot write to internal topics (the
+    // group coordinator creates __consumer_offsets when asked for it).
+    let fc = {
+        let mut r = kafka_protocol::messages::FindCoordinatorRequest::default();
+        r.key = kafka_protocol::protocol::StrBytes::from_static_str("g");
+        r
+    };
+    let mut ready = false;
+    for _ in 0..200 {
+        if c.call(&fc, 3).await.error_code == 0 {
+            ready = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(ready, "group coordinator available");
+    assert_eq!(
+        produce_code(
+            &mut c,
+            "__consumer_offsets",
+            0,
+            batch(1, "x", now, true),
+            -1,
+            9
+        )
+        .await,
+        17
+    );
+
     // INVALID_REQUIRED_ACKS and NOT_ENOUGH_REPLICAS.
     assert_eq!(
         produce_code(&mut c, "plain", 0, batch(1, "x", now, false), 2, 9).await,

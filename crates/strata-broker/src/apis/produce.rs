@@ -112,6 +112,12 @@ fn precheck(
         return Err(ApiError::InvalidRequiredAcks { acks });
     }
     let info = info.ok_or(ApiError::UnknownTopicOrPartition)?;
+    if crate::topics::is_internal(&info.name) {
+        // Kafka: only the coordinators append to internal topics.
+        return Err(ApiError::InvalidTopic {
+            reason: "clients cannot append to an internal topic",
+        });
+    }
     if partition < 0 || partition >= info.partitions {
         return Err(ApiError::UnknownTopicOrPartition);
     }
