@@ -255,8 +255,15 @@ impl LogCleaner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&tp);
+        // Kafka: retention for every compacted log not being cleaned.
+        let busy = self
+            .shared
+            .in_progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         for l in logs.iter().filter(|l| l.config().cleanup_policy.compact) {
-            if l.dir_health().is_online() {
+            if l.dir_health().is_online() && !busy.contains(l.topic_partition()) {
                 if let Err(e) = l.delete_old_segments() {
                     tracing::warn!(tp = %l.topic_partition(), error = %e, "retention after cleaning failed");
                 }
