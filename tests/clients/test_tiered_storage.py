@@ -3,7 +3,7 @@
 Guards the whole remote path as a real client sees it: sealed segments are copied to the
 remote tier and dropped locally by local.retention.bytes, a consumer reading from offset 0
 gets every record byte-identical from remote storage (one partition and several at once),
-offsets_for_times is answered across tiers, the catalogue survives a restart and a SIGKILL
+offsets_for_times is answered across tiers (librdkafka and the Java client), the catalogue survives a restart and a SIGKILL
 mid-copy, an S3-API store (moto) that stalls mid-copy is caught up afterwards, and Kafka's
 tiered topic-config rules reach AdminClient as INVALID_CONFIG.
 """
@@ -122,6 +122,26 @@ def test_offload_then_consume_everything_from_remote_and_after_restart(tiered_br
     tiered_broker.stop()
     tiered_broker.start()
     assert_records(consume_confluent(tiered_broker.bootstrap, topic, 600), records)
+
+
+def test_java_consumer_reads_the_remote_tier(tiered_broker, java):
+    """The Java client's beginningOffsets / offsetsForTimes / fetch, all answered from remote."""
+    topic = "tiered-java"
+    create_topic(tiered_broker.bootstrap, topic, 1, TIERED_TOPIC)
+    records = make_records("tj", 400, value_pad=60)
+    produce(tiered_broker.bootstrap, topic, records)
+    wait_offloaded(tiered_broker, topic, 1)
+    target = 77
+    lines = java.run("ConsumeAssign", tiered_broker.bootstrap, topic, 0, records[target].timestamp)
+    by_event: dict[str, list[dict]] = {}
+    for line in lines:
+        by_event.setdefault(line["event"], []).append(line)
+    assert by_event["offsets"] == [{"event": "offsets", "beginning": 0, "end": len(records)}]
+    assert by_event["offsetForTime"] == [
+        {"event": "offsetForTime", "offset": target, "timestamp": records[target].timestamp}]
+    got = [Record(r["key"].encode(), r["value"].encode(), [(k, v.encode()) for k, v in r["headers"]],
+                  r["timestamp"], r["offset"]) for r in by_event.get("record", [])]
+    assert_records(got, records[target:], first_offset=target)
 
 
 def test_one_fetch_serves_several_remote_partitions(tiered_broker):

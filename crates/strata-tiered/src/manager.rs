@@ -9,8 +9,10 @@
 //! `partitions` (`RwLock`) maps partitions to their [`TieredPartition`];
 //! it is held only to clone an `Arc`. Per partition, `copy_run` and
 //! `expire_run` serialise runs of each task (a slow run is never
-//! overlapped by the next tick), and `copying` (leaf) lists the segment ids
-//! a copy owns right now, which expiration must not touch.
+//! overlapped by the next tick); expiration takes `expire_run` then
+//! `copy_run`, so it never overlaps a copy of the same partition (a copy
+//! finishing mid-expiration would otherwise look abandoned); `copying`
+//! (leaf) lists the segment ids a copy owns right now.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;

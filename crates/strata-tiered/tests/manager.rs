@@ -168,6 +168,19 @@ fn copy_read_list_offsets_and_restart() {
     f.log.delete_old_segments().unwrap();
     assert_eq!(f.log.segments().len(), segments.len());
 
+    f.log.update_config(LogConfig {
+        remote_log_copy_disable: true,
+        ..f.log.config()
+    });
+    assert_eq!(
+        rlm.copy_once(&f.tp).unwrap(),
+        0,
+        "remote.log.copy.disable stops copying"
+    );
+    f.log.update_config(LogConfig {
+        remote_log_copy_disable: false,
+        ..f.log.config()
+    });
     let copied = rlm.copy_once(&f.tp).unwrap();
     assert_eq!(
         copied,

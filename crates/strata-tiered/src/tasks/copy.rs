@@ -32,6 +32,10 @@ impl RemoteLogManager {
     pub(crate) fn copy_partition(&self, p: &TieredPartition) -> Result<usize, TieredError> {
         let _run = p.copy_run.lock().unwrap_or_else(|e| e.into_inner());
         let log = &p.log;
+        // `remote.log.copy.disable=true`: read-only tiering, expiration only.
+        if log.config().remote_log_copy_disable {
+            return Ok(0);
+        }
         let infos = log.segments();
         let locals: Vec<LocalSegment> = infos
             .iter()

@@ -12,6 +12,10 @@ impl RemoteLogManager {
     /// One expiration run; returns how many remote segments it deleted.
     pub(crate) fn expire_partition(&self, p: &TieredPartition) -> Result<usize, TieredError> {
         let _run = p.expire_run.lock().unwrap_or_else(|e| e.into_inner());
+        // No copy of this partition runs meanwhile: otherwise a copy could
+        // finish between our listing (STARTED) and our look at `copying`,
+        // and its live segment would be taken for an abandoned one.
+        let _no_copy = p.copy_run.lock().unwrap_or_else(|e| e.into_inner());
         let tp = &p.tip.tp;
         let segments = self
             .rlmm
