@@ -194,3 +194,36 @@ async fn pipelined_requests_are_answered_in_order() {
     }
     broker.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn response_byte_budget_spans_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[]).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    assert_eq!(create_topic_with(&mut c, "two", 2, &[]).await, 0);
+    for p in 0..2 {
+        produce(&mut c, "two", p, batch(5, &format!("p{p}a"), 1_000, false)).await;
+        produce(&mut c, "two", p, batch(5, &format!("p{p}b"), 1_000, false)).await;
+    }
+    let id = topic_id(&mut c, "two").await;
+    let mut req = fetch_request("two", id, 0, 0, 0, 1);
+    let mut second = req.topics[0].partitions[0].clone();
+    second.partition = 1;
+    req.topics[0].partitions.push(second);
+    // A budget smaller than one batch: the first partition still gets one
+    // whole batch, the second nothing, and both are listed.
+    req.max_bytes = 10;
+    let resp = c.call(&req, 12).await;
+    let parts = &resp.responses[0].partitions;
+    assert_eq!(parts.len(), 2);
+    assert_eq!(records_of(&parts[0].records).len(), 5);
+    assert!(records_of(&parts[1].records).is_empty());
+    assert_eq!(parts[1].high_watermark, 10);
+    // A large budget returns everything from both.
+    req.max_bytes = 1 << 20;
+    let resp = c.call(&req, 12).await;
+    let parts = &resp.responses[0].partitions;
+    assert_eq!(records_of(&parts[0].records).len(), 10);
+    assert_eq!(records_of(&parts[1].records).len(), 10);
+    broker.shutdown().await.unwrap();
+}
