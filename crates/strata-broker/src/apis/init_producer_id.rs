@@ -4,10 +4,10 @@
 //! id/epoch is supplied.
 //!
 //! Transactional ids need a transaction coordinator, which this broker does
-//! not have yet. Clients reach this API for a transactional id only after
-//! FindCoordinator (not advertised, so they stop there); anything that still
-//! asks gets the non-retriable TRANSACTIONAL_ID_AUTHORIZATION_FAILED rather
-//! than a retriable code it would loop on.
+//! not have yet. A transactional producer (which finds this broker through
+//! FindCoordinator) gets the non-retriable TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+//! so it fails at `initTransactions()` with a clear error instead of looping
+//! on a retriable code.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
