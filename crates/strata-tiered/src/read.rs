@@ -21,7 +21,8 @@ use crate::manager::{RemoteLogManager, TieredPartition};
 use crate::metadata::{RemoteLogSegmentMetadata, RemoteLogSegmentState};
 use crate::metrics::TieredMetrics;
 
-/// Bytes fetched past the wanted ones to find the first batch cheaply.
+/// Bytes fetched beyond the budget, so the batch holding the offset (within
+/// one index interval of the indexed position) and the answer come in one request.
 const SCAN_WINDOW: u64 = 64 * 1024;
 /// Bytes of a batch header that hold its last offset (magic v2).
 const V2_LAST_OFFSET_END: usize = 27;
@@ -186,7 +187,9 @@ impl RemoteLogManager {
             if pos >= size {
                 return Ok(None);
             }
-            let end = (pos + (max_bytes as u64).max(SCAN_WINDOW)).min(size);
+            // Budget plus slack: the first wanted batch is usually within one index
+            // interval of `pos`, so one request covers the whole answer.
+            let end = (pos + max_bytes as u64 + SCAN_WINDOW).min(size);
             let buf = self
                 .rsm
                 .fetch_log_segment(md, pos, Some(end))
