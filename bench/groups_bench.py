@@ -1,21 +1,26 @@
 """Does consumer-group traffic slow the data path? Produce/consume throughput with and without a
 busy group, measured in the same run on the same broker.
 
-Run through scripts/bench-groups.sh. One release `strata serve` on a temporary log dir; rounds
-alternate between a baseline and a run with group load, so machine noise hits both alike:
+Run through scripts/bench-groups.sh. One release `strata serve` on a temporary log dir; each round
+runs the same workload in three modes, in rotated order after an fsync of everything dirty, so
+machine noise and order effects fall on every mode alike:
 
-- workload (both): produce COUNT x SIZE B records to a fresh 1-partition topic with librdkafka
+- workload (every mode): produce COUNT x SIZE B records to a fresh 1-partition topic with librdkafka
   (bench/broker_bench.py's producer settings), then consume them all from a manually assigned
   partition;
-- group load (second of each pair): a separate process runs one group of MEMBERS librdkafka
-  consumers subscribed to a 6-partition topic that receives a trickle of records; each member
-  heartbeats every 500 ms and commits its positions synchronously every second, whether or not they
-  moved. The load reports the commits it made, so a silent load cannot pass for a fast one.
+- baseline: nothing else;
+- group: a separate process runs one group of MEMBERS librdkafka consumers subscribed to a
+  6-partition topic that receives a trickle of 10 records/s; each member heartbeats every 500 ms
+  and commits its positions synchronously every second. The load reports the commits it made, so
+  a silent load cannot pass for a fast one;
+- trickle: the same load process with the consumers on assign() instead of subscribe(): the same
+  produce and fetch requests without heartbeats, joins or commits, so group / trickle isolates the
+  group protocol's share.
 
 Reported: per mode the median records/s of produce and consume over the rounds, the same per
-broker CPU-second (utime + stime from /proc; steadier than wall time on a shared machine, and it
-charges the broker's group work to the group mode), and the ratios with-group / baseline (the
-issue's bar: at least 0.90).
+broker CPU-second (utime + stime from /proc; it charges all of the load's broker work, trickle
+included, to the workload, so it bounds the load's cost rather than measuring a slowdown), and the
+ratios group / baseline (the issue's bar: at least 0.90) and group / trickle.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
 
 # --- the group load (runs in its own process: `groups_bench.py --load BOOTSTRAP MEMBERS`) ---------
 
-def run_load(bootstrap: str, members: int) -> int:
+def run_load(bootstrap: str, members: int, grouped: bool) -> int:
     stop = threading.Event()
     commits = [0] * members
     assigned = [threading.Event() for _ in range(members)]
@@ -65,7 +70,11 @@ def run_load(bootstrap: str, members: int) -> int:
             "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
             "partition.assignment.strategy": "range",
         })
-        consumer.subscribe([LOAD_TOPIC], on_assign=lambda _c, parts: assigned[index].set() if parts else None)
+        if grouped:
+            consumer.subscribe([LOAD_TOPIC], on_assign=lambda _c, parts: assigned[index].set() if parts else None)
+        else:  # the same consumers and fetches without the group: no heartbeats, joins or commits
+            consumer.assign([TopicPartition(LOAD_TOPIC, p, 0) for p in range(LOAD_PARTITIONS) if p % members == index])
+            assigned[index].set()
         next_commit = time.monotonic() + 1.0
         positions: dict[int, int] = {}
         try:
@@ -74,7 +83,7 @@ def run_load(bootstrap: str, members: int) -> int:
                     if msg.error():
                         raise KafkaException(msg.error())
                     positions[msg.partition()] = msg.offset() + 1
-                if time.monotonic() >= next_commit:
+                if grouped and time.monotonic() >= next_commit:
                     next_commit += 1.0
                     held = {tp.partition for tp in consumer.assignment()}
                     offsets = [TopicPartition(LOAD_TOPIC, p, positions.get(p, 0)) for p in sorted(held)]
@@ -100,7 +109,7 @@ def run_load(bootstrap: str, members: int) -> int:
     while not stop.is_set():
         producer.produce(LOAD_TOPIC, f"load-{seq}".encode(), partition=seq % LOAD_PARTITIONS)
         seq += 1
-        producer.poll(0.01)
+        producer.poll(0.1)
         if not reported and all(e.is_set() for e in assigned):
             print(json.dumps({"event": "ready"}), flush=True)
             reported = True
@@ -123,8 +132,10 @@ def cpu_seconds(pid: int) -> float:
 class GroupLoad:
     """The load process; start() returns once every member holds partitions."""
 
-    def __init__(self, bootstrap: str, members: int):
-        self.proc = subprocess.Popen([sys.executable, __file__, "--load", bootstrap, str(members)],
+    def __init__(self, bootstrap: str, members: int, grouped: bool):
+        mode = "group" if grouped else "assign"
+        self.mode = mode
+        self.proc = subprocess.Popen([sys.executable, __file__, "--load", bootstrap, str(members), mode],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.started = 0.0
 
@@ -140,6 +151,7 @@ class GroupLoad:
         code = self.proc.wait(timeout=60)
         result = json.loads(out[-1])
         result["seconds"] = time.perf_counter() - self.started
+        result["mode"] = self.mode
         if code != 0 or result["errors"]:
             raise RuntimeError(f"group load failed ({code}): {result}")
         return result
@@ -147,10 +159,10 @@ class GroupLoad:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--load":
-        return run_load(sys.argv[2], int(sys.argv[3]))
+        return run_load(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "group")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strata", type=Path, required=True, help="the strata binary (release build)")
-    parser.add_argument("--rounds", type=int, default=3, help="baseline/with-group pairs")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of (baseline, trickle, group) runs")
     parser.add_argument("--count", type=int, default=300_000, help="records per workload")
     parser.add_argument("--size", type=int, default=100, help="record size in bytes")
     parser.add_argument("--members", type=int, default=3, help="members of the loading group")
@@ -158,7 +170,8 @@ def main() -> int:
     args = parser.parse_args()
 
     phases = ("produce", "consume", "produce_per_cpu_s", "consume_per_cpu_s")
-    rates: dict[str, dict[str, list[float]]] = {m: {p: [] for p in phases} for m in ("baseline", "group")}
+    modes = ("baseline", "trickle", "group")
+    rates: dict[str, dict[str, list[float]]] = {m: {p: [] for p in phases} for m in modes}
     loads = []
     with tempfile.TemporaryDirectory(prefix="strata-groups-bench-") as tmp:
         tmp_path = Path(tmp)
@@ -169,12 +182,18 @@ def main() -> int:
         try:
             create_topic(broker.bootstrap, LOAD_TOPIC, LOAD_PARTITIONS)
             for r in range(args.rounds):
-                for mode in ("baseline", "group"):
+                for mode in modes:
+                    create_topic(broker.bootstrap, f"bench-{mode}-{r}")
+            for r in range(args.rounds):
+                # Rotated order: whatever the previous run left behind (dirty pages, a warm cache)
+                # falls on each mode equally often.
+                order = modes[r % 3:] + modes[:r % 3]
+                for mode in order:
                     w = Workload(f"bench-{mode}-{r}", args.count, args.size)
-                    create_topic(broker.bootstrap, w.topic)
+                    os.sync()  # start each run without the previous run's dirty pages
                     load = None
-                    if mode == "group":
-                        load = GroupLoad(broker.bootstrap, args.members)
+                    if mode != "baseline":
+                        load = GroupLoad(broker.bootstrap, args.members, grouped=mode == "group")
                         load.wait_ready()
                     pid = broker.process.pid
                     try:
@@ -191,7 +210,7 @@ def main() -> int:
                     rates[mode]["produce_per_cpu_s"].append(w.count / max(cpu1 - cpu0, 1e-3))
                     rates[mode]["consume_per_cpu_s"].append(w.count / max(cpu2 - cpu1, 1e-3))
                     extra = ""
-                    if load is not None:
+                    if mode == "group":
                         extra = f"  group: {loads[-1]['commits']} commits in {loads[-1]['seconds']:.1f} s"
                     print(f"round {r} {mode:<8} produce {w.count / p_s:>10,.0f} rec/s  consume "
                           f"{w.count / c_s:>10,.0f} rec/s  broker CPU {cpu1 - cpu0:.2f} s + {cpu2 - cpu1:.2f} s"
@@ -206,12 +225,13 @@ def main() -> int:
     results = {"count": args.count, "size": args.size, "members": args.members, "rounds": args.rounds,
                "loads": loads, "runs": rates}
     for phase in phases:
-        base = statistics.median(rates["baseline"][phase])
-        grp = statistics.median(rates["group"][phase])
-        results[f"{phase}_ratio"] = round(grp / base, 3)
-        print(f"{phase:<18} median baseline {base:>10,.0f}  with group {grp:>10,.0f}  "
-              f"ratio {grp / base:.3f}", flush=True)
-    commits_per_s = sum(x["commits"] for x in loads) / sum(x["seconds"] for x in loads)
+        base, trickle, grp = (statistics.median(rates[m][phase]) for m in modes)
+        results[f"{phase}_group_vs_baseline"] = round(grp / base, 3)
+        results[f"{phase}_group_vs_trickle"] = round(grp / trickle, 3)
+        print(f"{phase:<18} median baseline {base:>11,.0f}  trickle {trickle:>11,.0f}  group {grp:>11,.0f}  "
+              f"group/baseline {grp / base:.3f}  group/trickle {grp / trickle:.3f}", flush=True)
+    group_loads = [x for x in loads if x["mode"] == "group"]
+    commits_per_s = sum(x["commits"] for x in group_loads) / sum(x["seconds"] for x in group_loads)
     results["group_commits_per_s"] = round(commits_per_s, 2)
     print(f"group load: {commits_per_s:.2f} commits/s over {args.members} members", flush=True)
     if args.json:
