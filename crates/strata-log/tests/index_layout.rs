@@ -91,7 +91,10 @@ const ALL: [&str; 9] = [
 /// Expected entries under Kafka's recovery rule (§8.6): an entry (batch
 /// last offset, batch position) whenever more than `interval` bytes passed
 /// since the last entry; the time index gets the running max timestamp.
-fn expected_entries(f: &Fixture, interval: u32) -> (Vec<(i64, u32)>, Vec<(i64, i64)>) {
+/// (offset, position) entries of `.index` and (timestamp, offset) entries of `.timeindex`.
+type ExpectedEntries = (Vec<(i64, u32)>, Vec<(i64, i64)>);
+
+fn expected_entries(f: &Fixture, interval: u32) -> ExpectedEntries {
     let (mut offsets, mut times) = (Vec::new(), Vec::new());
     let (mut last_indexed, mut max_ts, mut offset_of_max) = (0u32, -1i64, f.base.get());
     for b in &f.batches {
