@@ -203,7 +203,7 @@ pub fn dry_run(
                 for r in b.record_iter(&mut scratch).map_err(corrupt)? {
                     let r = r.map_err(corrupt)?;
                     if let (Some(k), true) = (r.key, r.offset >= first_dirty && r.offset < upper) {
-                        latest.insert(super::md5::md5(k), r.offset);
+                        latest.insert(super::offset_map::OffsetMap::hash(k), r.offset);
                     }
                 }
             }

@@ -53,7 +53,7 @@ pub struct FilterContext<'a> {
     /// legacy horizon.
     pub retain_legacy_deletes: bool,
     /// Key digests the map phase computed, by increasing offset (may be
-    /// empty or cover a prefix of the dirty section); spares a second MD5.
+    /// empty or cover a prefix of the dirty section); spares a second digest.
     pub digests: &'a DigestCache,
     /// Read position in `digests`; records arrive in offset order.
     pub digest_cursor: &'a mut usize,

@@ -5,7 +5,7 @@
 //!
 //! Policy (pure, no I/O):
 //! - `policy`: each log's dirty section and ratio, the filthiest log, grouping.
-//! - `offset_map`: the fixed-memory MD5 dedupe map ([`OffsetMap`]).
+//! - `offset_map`: the fixed-memory dedupe map (XXH3-128 key digests) ([`OffsetMap`]).
 //! - `txn`: aborted/committed transaction tracking while reading.
 //! - `filter`: which batches and records of a chunk survive, and how they
 //!   are rewritten.
@@ -31,7 +31,6 @@ mod checkpoint;
 mod clean;
 mod dry_run;
 mod filter;
-mod md5;
 mod offset_map;
 mod policy;
 mod producers;
@@ -55,7 +54,6 @@ pub use dry_run::{dry_run, DryRunError, DryRunReport};
 pub use filter::{
     filter_chunk, BatchRetention, ChunkResult, DigestCache, FilterContext, FilterFault, LastRecord,
 };
-pub use md5::md5;
 pub use offset_map::{MapFull, OffsetMap, BYTES_PER_ENTRY, HASH_SIZE};
 pub use policy::{
     choose_filthiest, cleanable, group_segments_by_size, Cleanable, CleanerLogSnapshot,

@@ -4,7 +4,7 @@
 //! `slots * 24` bytes; slot `i` is
 //!
 //! ```text
-//! [i*24 .. i*24+16)   MD5 digest of the record key
+//! [i*24 .. i*24+16)   XXH3-128 digest of the record key (big-endian)
 //! [i*24+16 .. i*24+24) offset, big-endian i64
 //! ```
 //!
@@ -13,12 +13,17 @@
 //! first 13 attempts use the digest's overlapping 4-byte windows, then the
 //! probe walks linearly. No deletes; `clear` zeroes the array. Two keys with
 //! the same digest count as one key, as in Kafka.
+//!
+//! Kafka stores MD5 digests; Strata stores XXH3-128 digests of the same
+//! width. The map never leaves memory, so the digest function is invisible
+//! outside the process, and a 128-bit digest keeps collisions (two keys
+//! counted as one) as improbable as Kafka's, at a small fraction of MD5's
+//! cost (see docs/compaction.md).
 
-use super::md5::md5;
 use super::slots::SlotMemory;
 use crate::types::Offset;
 
-/// Bytes of a key digest (MD5).
+/// Bytes of a key digest (XXH3-128).
 pub const HASH_SIZE: usize = 16;
 /// Bytes per slot: digest + offset.
 pub const BYTES_PER_ENTRY: usize = HASH_SIZE + 8;
@@ -136,10 +141,15 @@ impl OffsetMap {
         (abs_no_min(probe) as usize % self.slots) * BYTES_PER_ENTRY
     }
 
-    fn is_empty_at(&self, pos: usize) -> bool {
-        self.bytes[pos..pos + BYTES_PER_ENTRY]
-            .iter()
-            .all(|b| *b == 0)
+    /// The slot at byte `pos`: its digest and its offset bytes, read as
+    /// two whole words rather than byte by byte.
+    fn slot_at(&self, pos: usize) -> (u128, u64) {
+        let s: &[u8; BYTES_PER_ENTRY] = self.bytes[pos..pos + BYTES_PER_ENTRY]
+            .try_into()
+            .expect("24 bytes");
+        let digest = u128::from_ne_bytes(s[..HASH_SIZE].try_into().expect("16 bytes"));
+        let offset = u64::from_ne_bytes(s[HASH_SIZE..].try_into().expect("8 bytes"));
+        (digest, offset)
     }
 
     /// Record `offset` as the latest offset of `key`, and as the map's
@@ -149,12 +159,12 @@ impl OffsetMap {
     /// [`MapFull`] when every slot is taken (callers stop at the load
     /// factor long before).
     pub fn put(&mut self, key: &[u8], offset: Offset) -> Result<(), MapFull> {
-        self.put_hashed(&md5(key), offset)
+        self.put_hashed(&Self::hash(key), offset)
     }
 
     /// The digest the map stores for `key`.
     pub fn hash(key: &[u8]) -> [u8; HASH_SIZE] {
-        md5(key)
+        twox_hash::XxHash3_128::oneshot(key).to_be_bytes()
     }
 
     /// Hint the CPU to load the first slot `hash` probes: callers hash a
@@ -183,10 +193,15 @@ impl OffsetMap {
             return Err(MapFull { slots: self.slots });
         }
         self.lookups += 1;
+        let wanted = u128::from_ne_bytes(hash);
         let mut attempt = 0;
         let mut pos = self.position_of(&hash, attempt);
-        while !self.is_empty_at(pos) {
-            if self.bytes[pos..pos + HASH_SIZE] == hash {
+        loop {
+            let (digest, stored) = self.slot_at(pos);
+            if (digest, stored) == (0, 0) {
+                break;
+            }
+            if digest == wanted {
                 self.bytes[pos + HASH_SIZE..pos + BYTES_PER_ENTRY]
                     .copy_from_slice(&offset.0.to_be_bytes());
                 self.latest_offset = offset;
@@ -206,7 +221,7 @@ impl OffsetMap {
 
     /// The latest offset stored for `key`, or `Offset(-1)`.
     pub fn get(&mut self, key: &[u8]) -> Offset {
-        self.get_hashed(&md5(key))
+        self.get_hashed(&Self::hash(key))
     }
 
     /// [`Self::get`] with the key's digest already computed.
@@ -214,16 +229,17 @@ impl OffsetMap {
         let hash = *hash;
         self.lookups += 1;
         let max_attempts = self.slots + HASH_SIZE - 4;
+        let wanted = u128::from_ne_bytes(hash);
         for attempt in 0..max_attempts {
             let pos = self.position_of(&hash, attempt);
-            if self.is_empty_at(pos) {
+            let (digest, stored) = self.slot_at(pos);
+            if (digest, stored) == (0, 0) {
                 self.probes += attempt as u64 + 1;
                 return Offset(-1);
             }
-            if self.bytes[pos..pos + HASH_SIZE] == hash {
+            if digest == wanted {
                 self.probes += attempt as u64 + 1;
-                let o = &self.bytes[pos + HASH_SIZE..pos + BYTES_PER_ENTRY];
-                return Offset(i64::from_be_bytes(o.try_into().expect("8 bytes")));
+                return Offset(i64::from_be_bytes(stored.to_ne_bytes()));
             }
         }
         Offset(-1)
@@ -289,7 +305,7 @@ mod tests {
     fn slot_layout_is_digest_then_big_endian_offset() {
         let mut m = OffsetMap::new(24 * 7);
         m.put(b"key", Offset(0x0102_0304_0506_0708)).unwrap();
-        let hash = md5(b"key");
+        let hash = OffsetMap::hash(b"key");
         let first = i32::from_be_bytes(hash[0..4].try_into().unwrap());
         let slot = abs_no_min(first) as usize % 7;
         assert_eq!(&m.slot_bytes(slot)[..16], &hash);
@@ -345,7 +361,7 @@ mod tests {
     #[test]
     fn probe_sequence_windows_then_linear() {
         let m = OffsetMap::new(24 * 1_000_003);
-        let hash = md5(b"x");
+        let hash = OffsetMap::hash(b"x");
         for a in 0..=12 {
             let w = i32::from_be_bytes(hash[a..a + 4].try_into().unwrap());
             assert_eq!(

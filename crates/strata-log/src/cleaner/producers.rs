@@ -39,9 +39,23 @@ pub fn scan_producers_counting(
     file: &File,
     size: u64,
     producers: &mut HashMap<ProducerId, LastRecord>,
-    mut count: Option<(Offset, Offset, &mut u64)>,
+    count: Option<(Offset, Offset, &mut u64)>,
 ) -> std::io::Result<()> {
-    let mut buf = vec![0u8; CHUNK];
+    scan_with_buffer(file, size, producers, count, &mut Vec::new())
+}
+
+/// [`scan_producers_counting`] reading through `buf` (grown to at least
+/// [`CHUNK`] and kept, so one buffer serves every segment of a log).
+fn scan_with_buffer(
+    file: &File,
+    size: u64,
+    producers: &mut HashMap<ProducerId, LastRecord>,
+    mut count: Option<(Offset, Offset, &mut u64)>,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    if buf.len() < CHUNK {
+        buf.resize(CHUNK, 0);
+    }
     let mut pos = 0u64;
     while pos < size {
         let want = (size - pos).min(buf.len() as u64) as usize;
@@ -120,9 +134,16 @@ pub fn active_producers_and_records(
 ) -> Result<(HashMap<ProducerId, LastRecord>, u64), crate::error::LogError> {
     let mut producers = HashMap::new();
     let mut n = 0u64;
+    let mut buf = Vec::new();
     for s in segments {
-        scan_producers_counting(s.file(), s.size(), &mut producers, Some((from, to, &mut n)))
-            .map_err(|e| crate::error::LogError::io(s.log_path(), "scan producers", e))?;
+        scan_with_buffer(
+            s.file(),
+            s.size(),
+            &mut producers,
+            Some((from, to, &mut n)),
+            &mut buf,
+        )
+        .map_err(|e| crate::error::LogError::io(s.log_path(), "scan producers", e))?;
     }
     Ok((producers, n))
 }

@@ -14,7 +14,7 @@ use crate::error::LogError;
 use crate::segment::Segment;
 use crate::types::{Offset, TopicPartition};
 
-/// Bytes of one remembered digest: offset + MD5.
+/// Bytes of one remembered digest: offset + key digest.
 const DIGEST_ENTRY_SIZE: usize = 8 + HASH_SIZE;
 /// The digest cache never exceeds this, nor the map memory in use.
 const MAX_DIGEST_CACHE_BYTES: usize = 32 << 20;
