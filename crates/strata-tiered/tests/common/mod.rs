@@ -35,7 +35,15 @@ impl Moto {
     /// When `moto_server` is not installed: the message says how to get it.
     pub fn start() -> Moto {
         let port = free_port();
-        let child = Command::new("moto_server")
+        // The venv scripts/install-test-deps.sh makes, else PATH.
+        let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../.test-deps/venv/bin/moto_server");
+        let exe = if venv.exists() {
+            venv
+        } else {
+            std::path::PathBuf::from("moto_server")
+        };
+        let child = Command::new(&exe)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
