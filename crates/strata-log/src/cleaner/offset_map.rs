@@ -33,6 +33,9 @@ pub struct OffsetMap {
     bytes: SlotMemory,
     /// Slots in use: all of them, or fewer after [`OffsetMap::clear_for`].
     slots: usize,
+    /// Lemire's multiplier for `% slots` without a division (0 when
+    /// `slots` does not fit 32 bits: then `%` is used).
+    slots_magic: u64,
     allocated_slots: usize,
     entries: usize,
     latest_offset: Offset,
@@ -65,6 +68,22 @@ fn abs_no_min(n: i32) -> i32 {
     }
 }
 
+/// The multiplier for [`fast_mod`] by `d`, or 0 when `d` exceeds 32 bits.
+fn fast_mod_magic(d: usize) -> u64 {
+    match u32::try_from(d) {
+        Ok(d) if d > 1 => (u64::MAX / u64::from(d)).wrapping_add(1),
+        _ => 0,
+    }
+}
+
+/// `a % d` for 32-bit operands, with `magic = fast_mod_magic(d)` (Lemire,
+/// Kaser & Kurz, "Faster remainder by direct computation", exact for every
+/// 32-bit `a` and `d > 1`): a multiply instead of a division per probe.
+fn fast_mod(a: u32, magic: u64, d: u32) -> u32 {
+    let low = magic.wrapping_mul(u64::from(a));
+    ((u128::from(low) * u128::from(d)) >> 64) as u32
+}
+
 impl OffsetMap {
     /// A map using `memory` bytes (`memory / 24` slots, at least one).
     pub fn new(memory: usize) -> OffsetMap {
@@ -72,6 +91,7 @@ impl OffsetMap {
         OffsetMap {
             bytes: SlotMemory::new(slots * BYTES_PER_ENTRY),
             slots,
+            slots_magic: fast_mod_magic(slots),
             allocated_slots: slots,
             entries: 0,
             latest_offset: Offset(-1),
@@ -138,7 +158,13 @@ impl OffsetMap {
         let base = i32::from_be_bytes(hash[window..window + 4].try_into().expect("4 bytes"));
         let extra = attempt.saturating_sub(HASH_SIZE - 4) as i32;
         let probe = base.wrapping_add(extra);
-        (abs_no_min(probe) as usize % self.slots) * BYTES_PER_ENTRY
+        let probe = abs_no_min(probe) as u32;
+        let slot = if self.slots_magic != 0 {
+            fast_mod(probe, self.slots_magic, self.slots as u32) as usize
+        } else {
+            probe as usize % self.slots
+        };
+        slot * BYTES_PER_ENTRY
     }
 
     /// The slot at byte `pos`: its digest and its offset bytes, read as
@@ -262,6 +288,7 @@ impl OffsetMap {
         } else {
             (needed as usize).max(1)
         };
+        self.slots_magic = fast_mod_magic(self.slots);
         self.entries = 0;
         self.latest_offset = Offset(-1);
         self.lookups = 0;
@@ -278,6 +305,38 @@ impl OffsetMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_mod_equals_the_remainder() {
+        let divisors = [
+            2u32,
+            3,
+            7,
+            12,
+            1000,
+            457_614,
+            5_592_405,
+            89_478_485,
+            u32::MAX,
+        ];
+        let mut a = 0x9E37_79B9u32;
+        for d in divisors {
+            let m = fast_mod_magic(d as usize);
+            for x in [0, 1, d - 1, d, d.wrapping_add(1), i32::MAX as u32, u32::MAX] {
+                assert_eq!(fast_mod(x, m, d), x % d, "{x} % {d}");
+            }
+            for _ in 0..10_000 {
+                a = a.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                assert_eq!(fast_mod(a, m, d), a % d, "{a} % {d}");
+            }
+        }
+        assert_eq!(fast_mod_magic(1), 0, "one slot falls back to %");
+        assert_eq!(
+            fast_mod_magic(1 << 33),
+            0,
+            "wider than 32 bits falls back to %"
+        );
+    }
 
     #[test]
     fn put_get_overwrite_and_clear() {
