@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::checkpoint::CleanerCheckpoints;
-use super::filter::{filter_chunk, DigestCache, FilterContext, FilterFault, LastRecord};
+use super::filter::{filter_chunk, FilterContext, FilterFault, LastRecord};
 use super::offset_map::OffsetMap;
 use super::policy::{cleanable, group_segments_by_size, CompactionSettings, SegmentFacts};
 use super::producers::active_producers_and_records;
@@ -80,11 +80,6 @@ pub struct Cleaner {
     max_passes: usize,
     buf: Vec<u8>,
     out: Vec<u8>,
-    /// Digests of the dirty keys from building the map, reused by the
-    /// filter (bounded by the map memory in use and 32 MiB).
-    digests: DigestCache,
-    digest_budget: usize,
-    digest_cursor: usize,
     throttler: Throttler,
     hooks: Arc<dyn CleanerHooks>,
     stop: Arc<AtomicBool>,
@@ -140,9 +135,6 @@ impl Cleaner {
             max_passes: cfg.max_passes.max(1),
             buf: vec![0; io_buffer],
             out: Vec::with_capacity(io_buffer),
-            digests: Vec::new(),
-            digest_budget: 0,
-            digest_cursor: 0,
             hooks: Arc::new(NoHooks),
             stop: Arc::new(AtomicBool::new(false)),
         })
@@ -479,8 +471,6 @@ impl Cleaner {
                 now_ms: pass.now,
                 delete_retention_ms: pass.cfg.delete_retention_ms,
                 retain_legacy_deletes: retain_legacy,
-                digests: &self.digests,
-                digest_cursor: &mut self.digest_cursor,
             };
             let r = filter_chunk(&mut ctx, &self.buf[..n], &mut self.out).map_err(|f| match f {
                 FilterFault::Batch { position, source } => CleanerError::CorruptBatch {

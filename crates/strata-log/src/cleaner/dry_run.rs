@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::CleanerCheckpoints;
-use super::filter::{control_type, filter_chunk, DigestCache, FilterContext};
+use super::filter::{control_type, filter_chunk, FilterContext};
 use super::offset_map::{OffsetMap, BYTES_PER_ENTRY};
 use super::producers::scan_producers;
 use super::txn::{collect_aborted, CleanedTxnMetadata};
@@ -253,8 +253,6 @@ pub fn dry_run(
     let mut ftxn = CleanedTxnMetadata::new();
     let (mut rewritten, mut after, mut read, mut kept) = (0u64, 0u64, 0u64, 0u64);
     let mut out = Vec::new();
-    let no_digests = DigestCache::new();
-    let mut cursor = 0usize;
     let to_clean: Vec<&Seg> = segs
         .iter()
         .filter(|s| s.base < upper && s.base != active)
@@ -273,8 +271,6 @@ pub fn dry_run(
                 now_ms,
                 delete_retention_ms,
                 retain_legacy_deletes: true,
-                digests: &no_digests,
-                digest_cursor: &mut cursor,
             };
             let r = filter_chunk(&mut ctx, bytes, &mut out).map_err(|e| DryRunError::Corrupt {
                 path: s.path.clone(),

@@ -52,32 +52,6 @@ pub struct FilterContext<'a> {
     /// Legacy (v0/v1) tombstones: kept when the segment is newer than the
     /// legacy horizon.
     pub retain_legacy_deletes: bool,
-    /// Key digests the map phase computed, by increasing offset (may be
-    /// empty or cover a prefix of the dirty section); spares a second digest.
-    pub digests: &'a DigestCache,
-    /// Read position in `digests`; records arrive in offset order.
-    pub digest_cursor: &'a mut usize,
-}
-
-/// Key digests remembered from building the map, `(offset, digest)` by
-/// increasing offset.
-pub type DigestCache = Vec<(Offset, [u8; HASH_SIZE])>;
-
-/// The digest of the record at `offset` with `key`: from the cache when the
-/// map phase saw it, else computed.
-fn digest_of(
-    digests: &[(Offset, [u8; HASH_SIZE])],
-    cursor: &mut usize,
-    offset: Offset,
-    key: &[u8],
-) -> [u8; HASH_SIZE] {
-    while *cursor < digests.len() && digests[*cursor].0 < offset {
-        *cursor += 1;
-    }
-    match digests.get(*cursor) {
-        Some((o, h)) if *o == offset => *h,
-        _ => OffsetMap::hash(key),
-    }
 }
 
 /// Kafka `FilterResult` for one chunk.
@@ -293,7 +267,7 @@ fn filter_batch(
             .iter()
             .map(|r| {
                 r.key.filter(|_| r.offset <= latest).map(|k| {
-                    let h = digest_of(ctx.digests, ctx.digest_cursor, r.offset, k);
+                    let h = OffsetMap::hash(k);
                     ctx.map.prefetch(&h);
                     h
                 })

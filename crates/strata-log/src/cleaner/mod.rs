@@ -52,7 +52,7 @@ pub use checkpoint::CleanerCheckpoints;
 pub use clean::{CleanOutcome, CleanStats, Cleaner};
 pub use dry_run::{dry_run, DryRunError, DryRunReport};
 pub use filter::{
-    filter_chunk, BatchRetention, ChunkResult, DigestCache, FilterContext, FilterFault, LastRecord,
+    filter_chunk, BatchRetention, ChunkResult, FilterContext, FilterFault, LastRecord,
 };
 pub use offset_map::{MapFull, OffsetMap, BYTES_PER_ENTRY, HASH_SIZE};
 pub use policy::{

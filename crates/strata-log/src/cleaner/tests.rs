@@ -26,8 +26,6 @@ fn run(
     input: &[u8],
 ) -> (ChunkResult, Vec<u8>) {
     let mut txn = CleanedTxnMetadata::new();
-    let no_digests = DigestCache::new();
-    let mut cursor = 0usize;
     let mut ctx = FilterContext {
         map,
         txn: &mut txn,
@@ -36,8 +34,6 @@ fn run(
         now_ms: 1_000,
         delete_retention_ms: 50,
         retain_legacy_deletes: true,
-        digests: &no_digests,
-        digest_cursor: &mut cursor,
     };
     let mut out = Vec::new();
     let r = filter_chunk(&mut ctx, input, &mut out).unwrap();

@@ -14,11 +14,6 @@ use crate::error::LogError;
 use crate::segment::Segment;
 use crate::types::{Offset, TopicPartition};
 
-/// Bytes of one remembered digest: offset + key digest.
-const DIGEST_ENTRY_SIZE: usize = 8 + HASH_SIZE;
-/// The digest cache never exceeds this, nor the map memory in use.
-const MAX_DIGEST_CACHE_BYTES: usize = 32 << 20;
-
 impl Cleaner {
     /// Kafka `buildOffsetMap` (§11.4). The map uses only the slots
     /// `max_keys` can need (Strata: less memory touched; the same keys fit).
@@ -37,10 +32,6 @@ impl Cleaner {
             usize::try_from(max_keys).unwrap_or(usize::MAX),
             self.load_factor,
         );
-        self.digests.clear();
-        self.digest_cursor = 0;
-        self.digest_budget =
-            self.map.memory_in_use().min(MAX_DIGEST_CACHE_BYTES) / DIGEST_ENTRY_SIZE;
         self.max_desired = if slots == self.map.allocated_slots() {
             self.configured_max_desired
         } else {
@@ -123,9 +114,6 @@ impl Cleaner {
                             let h = OffsetMap::hash(key);
                             self.map.prefetch(&h);
                             keyed.push((h, r.offset, n));
-                            if self.digests.len() < self.digest_budget {
-                                self.digests.push((r.offset, h));
-                            }
                         }
                     }
                     for (h, offset, read) in &keyed {
