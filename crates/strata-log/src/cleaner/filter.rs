@@ -371,11 +371,29 @@ fn rebuild(
     if let Some(h) = horizon {
         b = b.delete_horizon(h);
     }
+    // The builder takes owned headers: their strings and buffers are
+    // reused from record to record instead of allocated per header.
     let mut headers: Vec<RecordHeader> = Vec::new();
     for r in records {
-        headers.clear();
-        headers.extend(r.headers.map(|h| h.to_owned_header()));
-        b.append_with_offset(r.offset, r.timestamp, r.key, r.value, &headers)
+        let mut n = 0;
+        for h in r.headers {
+            if n == headers.len() {
+                headers.push(h.to_owned_header());
+            } else {
+                let slot = &mut headers[n];
+                slot.key.clear();
+                slot.key.push_str(&h.key_str());
+                match (&mut slot.value, h.value) {
+                    (Some(buf), Some(v)) => {
+                        buf.clear();
+                        buf.extend_from_slice(v);
+                    }
+                    (value, v) => *value = v.map(<[u8]>::to_vec),
+                }
+            }
+            n += 1;
+        }
+        b.append_with_offset(r.offset, r.timestamp, r.key, r.value, &headers[..n])
             .map_err(Fault::Build)?;
     }
     b.override_last_offset(batch.last_offset())

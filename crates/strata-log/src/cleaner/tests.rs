@@ -147,3 +147,43 @@ fn a_surviving_tombstone_gets_the_horizon_once() {
     let (_, out2) = run(&mut map, &HashMap::new(), 100, &again);
     assert_eq!(out2, again);
 }
+
+#[test]
+fn rebuilt_records_keep_their_own_headers() {
+    use crate::batch::RecordHeader;
+    let h = |k: &str, v: Option<&str>| RecordHeader::new(k, v.map(str::as_bytes));
+    let per_record = [
+        vec![h("h1", Some("one")), h("h2", None)],
+        vec![],
+        vec![h("h3", None), h("h4", Some("four")), h("h5", Some("five"))],
+        vec![h("h6", Some("six"))],
+    ];
+    let mut b = BatchBuilder::new(Offset(0));
+    for (i, hs) in per_record.iter().enumerate() {
+        b.append(
+            Timestamp(100),
+            Some(format!("k{i}").as_bytes()),
+            Some(b"v"),
+            hs,
+        );
+    }
+    b.append(
+        Timestamp(100),
+        Some(b"gone"),
+        Some(b"v"),
+        &[h("x", Some("x"))],
+    );
+    let input = b.build();
+    let mut map = OffsetMap::new(24 * 100);
+    for i in 0..4i64 {
+        map.put(format!("k{i}").as_bytes(), Offset(i)).unwrap();
+    }
+    map.put(b"gone", Offset(50)).unwrap();
+    let (r, out) = run(&mut map, &HashMap::new(), 100, &input);
+    assert_eq!(r.messages_retained, 4);
+    let v = views(&out);
+    assert_eq!(v.len(), 1, "one rebuilt batch");
+    let records = v[0].records().unwrap();
+    let headers: Vec<Vec<RecordHeader>> = records.into_iter().map(|r| r.headers).collect();
+    assert_eq!(headers, per_record.to_vec(), "headers are not carried over");
+}
