@@ -54,6 +54,8 @@ pub enum ConfigError {
     BadOverride { pair: String },
     #[error("invalid log (topic default) configuration")]
     Log(#[from] strata_log::ConfigError),
+    #[error("invalid log cleaner configuration")]
+    Cleaner(#[from] strata_log::cleaner::CleanerConfigError),
 }
 
 /// One listener endpoint: `NAME://host:port`.
@@ -154,6 +156,10 @@ pub struct BrokerConfig {
     pub cluster_id: Option<String>,
     /// Topic-level defaults derived from the `log.*` and related broker properties.
     pub log_config: LogConfig,
+    /// `log.retention.check.interval.ms`: how often the retention pass runs (default 300 000).
+    pub log_retention_check_interval_ms: i64,
+    /// The `log.cleaner.*` settings of the compaction threads.
+    pub cleaner: strata_log::cleaner::CleanerConfig,
     /// Every property given (file then overrides), for DescribeConfigs.
     pub properties: BTreeMap<String, String>,
 }
@@ -270,6 +276,11 @@ impl BrokerConfig {
             }
         }
         let log_config = LogConfig::from_broker_properties(&props)?;
+        let retention_check = p.get_or("log.retention.check.interval.ms", 300_000i64)?;
+        if retention_check < 1 {
+            return Err(p.invalid("log.retention.check.interval.ms", "must be >= 1"));
+        }
+        let cleaner = strata_log::cleaner::CleanerConfig::from_properties(&props)?;
         let config = BrokerConfig {
             listener,
             advertised_listener,
@@ -292,6 +303,8 @@ impl BrokerConfig {
             durable_append: p.get_or("strata.durable.append", false)?,
             cluster_id,
             log_config,
+            log_retention_check_interval_ms: retention_check,
+            cleaner,
             properties: props.clone(),
         };
         for name in props.keys() {
@@ -438,6 +451,27 @@ mod tests {
         assert!(!c.auto_create_topics_enable);
         assert!(c.durable_append);
         assert_eq!(c.rack.as_deref(), Some("r1"));
+    }
+
+    #[test]
+    fn retention_schedule_and_cleaner_settings_are_parsed_and_validated() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.log_retention_check_interval_ms, 300_000);
+        let c = BrokerConfig::from_properties(props(&[
+            ("log.retention.check.interval.ms", "1500"),
+            ("log.cleaner.threads", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(c.log_retention_check_interval_ms, 1500);
+        assert_eq!(c.cleaner.threads, 2);
+        let err = BrokerConfig::from_properties(props(&[("log.retention.check.interval.ms", "0")]))
+            .unwrap_err();
+        assert!(
+            matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "log.retention.check.interval.ms")
+        );
+        let err =
+            BrokerConfig::from_properties(props(&[("log.cleaner.threads", "many")])).unwrap_err();
+        assert!(matches!(err, ConfigError::Cleaner(ref e) if e.name == "log.cleaner.threads"));
     }
 
     #[test]

@@ -166,6 +166,8 @@ fn open_storage(
         file_delete_delay_ms: config.log_segment_delete_delay_ms,
     };
     let logs = LogManager::open(manager_config, clock)?;
+    logs.set_retention_check_interval_ms(config.log_retention_check_interval_ms);
+    logs.cleaner().configure(config.cleaner.clone());
     let provider_store = store.clone();
     let base = config.log_config.clone();
     logs.set_topic_config_provider(Arc::new(move |topic: &str| {
