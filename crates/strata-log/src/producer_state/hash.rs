@@ -20,9 +20,13 @@ impl ProducerIdHasher {
         let random = RandomState::new();
         let a = random.hash_one(0x5bd1_e995_u64);
         let b = random.hash_one(0x9e37_79b9_7f4a_7c15_u64);
+        Self::with_keys(a, b)
+    }
+
+    fn with_keys(seed: u64, multiplier: u64) -> Self {
         ProducerIdHasher {
-            seed: a,
-            multiplier: b | 1,
+            seed,
+            multiplier: multiplier | 1,
         }
     }
 }
@@ -51,8 +55,11 @@ impl FoldedMultiply {
 }
 
 impl Hasher for FoldedMultiply {
+    /// One more folded multiply, so that every input bit reaches the low
+    /// (bucket-index) bits whatever the random keys are.
     fn finish(&self) -> u64 {
-        self.state
+        let full = self.state as u128 * self.multiplier as u128;
+        (full as u64) ^ ((full >> 64) as u64)
     }
     fn write(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks(8) {
@@ -73,18 +80,32 @@ mod tests {
     use super::*;
     use crate::types::ProducerId;
 
-    #[test]
-    fn ids_differing_only_in_high_bits_spread_over_buckets() {
-        let h = ProducerIdHasher::new();
+    fn distinct_low_buckets(h: &ProducerIdHasher) -> usize {
         // A plain multiply would map all of these to the same low bits.
         let low_bits: HashSet<u64> = (0..1024i64)
             .map(|n| h.hash_one(ProducerId(n << 40)) & 1023)
             .collect();
-        assert!(
-            low_bits.len() > 512,
-            "only {} distinct buckets",
-            low_bits.len()
-        );
+        low_bits.len()
+    }
+
+    #[test]
+    fn ids_differing_only_in_high_bits_spread_over_buckets() {
+        // 1024 ids into 1024 buckets: a random function fills about 647.
+        for (seed, multiplier) in [
+            (0, 0x9e37_79b9_7f4a_7c15),
+            (0x5bd1_e995, 0xff51_afd7_ed55_8ccd),
+            (u64::MAX, 0xc4ce_b9fe_1a85_ec53),
+        ] {
+            let n = distinct_low_buckets(&ProducerIdHasher::with_keys(seed, multiplier));
+            assert!(
+                n > 550,
+                "keys ({seed:#x}, {multiplier:#x}): only {n} distinct buckets"
+            );
+        }
+        for _ in 0..20 {
+            let n = distinct_low_buckets(&ProducerIdHasher::new());
+            assert!(n > 550, "random keys: only {n} distinct buckets");
+        }
     }
 
     #[test]
