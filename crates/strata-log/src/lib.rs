@@ -34,21 +34,17 @@ pub mod config;
 pub mod error;
 pub mod format;
 pub mod fs;
+pub mod index;
+pub mod leader_epoch;
 pub mod loader;
-pub mod manager;
 pub mod log;
+pub mod manager;
+pub mod metadata;
 pub mod producer_state;
 pub mod retention;
 pub mod segment;
-pub mod index;
-pub mod leader_epoch;
-pub mod metadata;
 pub mod types;
 
-pub use types::{
-    LeaderEpoch, Offset, Position, ProducerEpoch, ProducerId, RelativeOffset, Timestamp,
-    TopicPartition,
-};
 pub use clock::{Clock, MockClock, SharedClock, SystemClock};
 pub use config::{CleanupPolicy, ConfigDef, ConfigError, ConfigType, LogConfig};
 pub use error::LogError;
@@ -59,3 +55,7 @@ pub use log::{
 };
 pub use manager::{LogDirInfo, LogManager, LogManagerConfig, TopicConfigProvider};
 pub use segment::Segment;
+pub use types::{
+    LeaderEpoch, Offset, Position, ProducerEpoch, ProducerId, RelativeOffset, Timestamp,
+    TopicPartition,
+};

@@ -35,7 +35,10 @@ impl Log {
         if offset >= self.log_end_offset() {
             return Ok(());
         }
-        let below_active = self.snapshot().last().is_some_and(|s| offset < s.base_offset());
+        let below_active = self
+            .snapshot()
+            .last()
+            .is_some_and(|s| offset < s.base_offset());
         let r = self.truncate_locked(&mut g, offset);
         if r.is_ok() && below_active {
             self.lower_cleaner_checkpoint();
