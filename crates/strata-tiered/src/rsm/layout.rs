@@ -87,7 +87,9 @@ pub struct ObjectKey {
 pub fn parse_object_key(key: &str) -> Option<ObjectKey> {
     let (dir, file) = key.rsplit_once('/')?;
     let dir = dir.rsplit('/').next()?;
-    let (rest, topic_id) = dir.rsplit_once('-')?;
+    // The id is the last 22 characters; base64url may itself contain '-'.
+    let split = dir.len().checked_sub(23)?;
+    let (rest, topic_id) = (dir.get(..split)?, dir.get(split..)?.strip_prefix('-')?);
     let topic_id = uuid_from_base64(topic_id)?;
     let (topic, partition) = rest.rsplit_once('-')?;
     let partition: i32 = partition.parse().ok()?;
@@ -131,6 +133,26 @@ mod tests {
         assert_eq!(parsed.start_offset, Offset(42));
         assert_eq!(parsed.segment_id, id.id);
         assert_eq!(parsed.suffix, ".timeindex");
+    }
+
+    #[test]
+    fn ids_containing_dashes_parse_back() {
+        // base64url uses '-': the topic id and the segment id may hold it
+        // (as may the topic name), so the key is split by length, not by '-'.
+        let topic_id = uuid_from_base64("H04sN5eNRj-CR0ynh1yzyA").unwrap();
+        let tp = TopicIdPartition::new(topic_id, TopicPartition::new("tiered-crash", 3));
+        let id = RemoteLogSegmentId {
+            partition: tp.clone(),
+            id: uuid_from_base64("03Ocu-4wSECVgv15186nBg").unwrap(),
+        };
+        let key = object_key(&id, Offset(417), ".leader_epoch_checkpoint");
+        let parsed = parse_object_key(&key).unwrap();
+        assert_eq!(parsed.partition, tp);
+        assert_eq!(parsed.start_offset, Offset(417));
+        assert_eq!(parsed.segment_id, id.id);
+        assert_eq!(parsed.suffix, ".leader_epoch_checkpoint");
+        assert_eq!(parse_object_key("-LWgrMmVrT0a__7a4SasuPA/x"), None);
+        assert_eq!(parse_object_key("LWgrMmVrT0a__7a4SasuPA/x"), None);
     }
 
     #[test]
