@@ -4,8 +4,11 @@ Guards the whole remote path as a real client sees it: sealed segments are copie
 remote tier and dropped locally by local.retention.bytes, a consumer reading from offset 0
 gets every record byte-identical from remote storage (one partition and several at once),
 offsets_for_times is answered across tiers (librdkafka and the Java client), the catalogue survives a restart and a SIGKILL
-mid-copy, an S3-API store (moto) that stalls mid-copy is caught up afterwards, and Kafka's
-tiered topic-config rules reach AdminClient as INVALID_CONFIG.
+mid-copy, an S3-API store (moto) that stalls mid-copy is caught up afterwards, a SIGKILL in
+the middle of remote deletes (expiration) is finished by the next expiration pass, and Kafka's
+tiered topic-config rules reach AdminClient as INVALID_CONFIG. After every fault test the broker
+is stopped and `strata tier fsck` must report the remote tier clean (no orphan objects, no
+half-finished copy or delete, nothing missing).
 """
 
 from __future__ import annotations
@@ -93,6 +96,50 @@ def earliest(bootstrap: str, topic: str, partition: int) -> int:
         c.close()
 
 
+# Debug lines of the remote-log tasks, so a test can wait for whole expiration passes and for a
+# delete to be in flight instead of sleeping.
+TASK_LOG = "info,strata_tiered=debug"
+
+
+def latest_output(broker) -> str:
+    return broker.output_files[-1].read_text(errors="replace")
+
+
+def expiration_passes(broker, topic: str, partition: int = 0) -> int:
+    """Expiration passes finished for the partition since the broker's last start."""
+    return sum(1 for line in latest_output(broker).splitlines()
+               if "expiration pass finished" in line and f"tp={topic}-{partition} " in line)
+
+
+def wait_expiration_passes(broker, topic: str, passes: int = 2) -> None:
+    """Waits (deadline) until `passes` more expiration passes of partition 0 have finished."""
+    want = expiration_passes(broker, topic) + passes
+    deadline = time.monotonic() + OFFLOAD_TIMEOUT_S
+    while expiration_passes(broker, topic) < want:
+        assert time.monotonic() < deadline, f"no expiration pass finished\n{broker.output_tail()}"
+        time.sleep(0.05)
+
+
+def wait_output(broker, needle: str) -> None:
+    deadline = time.monotonic() + OFFLOAD_TIMEOUT_S
+    while needle not in latest_output(broker):
+        assert time.monotonic() < deadline, f"broker never logged {needle!r}\n{broker.output_tail()}"
+        time.sleep(0.01)
+
+
+def assert_fsck_clean(broker) -> None:
+    """`strata tier fsck` on the stopped broker's log dir and settings exits 0 and says clean."""
+    assert not broker.running(), "fsck needs the broker stopped"
+    cmd = [str(broker.binary), "tier", "fsck", "--log-dir", str(broker.log_dir)]
+    for key, value in broker.overrides.items():
+        cmd += ["--override", f"{key}={value}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    report = f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, report
+    assert done.stdout.strip().splitlines()[-1] == "clean", report
+    assert "segments in metadata: 0" not in done.stdout, f"fsck saw no catalogue at all\n{report}"
+
+
 def split(records: list[Record], partitions: int, p: int) -> list[Record]:
     return records[p::partitions]
 
@@ -177,7 +224,9 @@ def test_one_fetch_serves_several_remote_partitions(tiered_broker):
         consumer.close()
 
 
-def test_sigkill_during_copies_then_catch_up(tiered_broker):
+def test_sigkill_during_copies_then_catch_up(broker_factory, monkeypatch):
+    monkeypatch.setenv("RUST_LOG", TASK_LOG)
+    tiered_broker = broker_factory(TIERED_BROKER).start()
     topic = "tiered-crash"
     create_topic(tiered_broker.bootstrap, topic, 1, TIERED_TOPIC)
     records = make_records("tc", 1500, value_pad=60)
@@ -191,6 +240,11 @@ def test_sigkill_during_copies_then_catch_up(tiered_broker):
     tiered_broker.start()
     wait_offloaded(tiered_broker, topic, 1, remote)
     assert_records(consume_confluent(tiered_broker.bootstrap, topic, 1500), records)
+    # The copy cut short by the kill (COPY_SEGMENT_STARTED) is cleaned up by expiration,
+    # not left behind: after whole passes the catalogue and the directory agree.
+    wait_expiration_passes(tiered_broker, topic)
+    tiered_broker.stop()
+    assert_fsck_clean(tiered_broker)
 
 
 def test_tiered_topic_config_rules_reach_the_admin_client(tiered_broker, broker_factory):
@@ -267,16 +321,20 @@ def moto(tmp_path):
     server.stop()
 
 
-def test_s3_backend_with_a_store_that_stalls_mid_copy(broker_factory, moto):
+def s3_settings(moto: Moto) -> dict[str, str]:
     moto.create_bucket("strata-tier")
-    broker = broker_factory({
-        **TIERED_BROKER,
+    return {
         "strata.remote.storage.uri": "s3://strata-tier/cluster-1",
         "rsm.config.s3.endpoint": moto.endpoint,
         "rsm.config.s3.region": "us-east-1",
         "rsm.config.s3.access.key.id": "testing",
         "rsm.config.s3.secret.access.key": "testing",
-    }).start()
+    }
+
+
+def test_s3_backend_with_a_store_that_stalls_mid_copy(broker_factory, moto, monkeypatch):
+    monkeypatch.setenv("RUST_LOG", TASK_LOG)
+    broker = broker_factory({**TIERED_BROKER, **s3_settings(moto)}).start()
     topic = "tiered-s3"
     create_topic(broker.bootstrap, topic, 1, TIERED_TOPIC)
     first = make_records("s3a", 400, value_pad=60)
@@ -289,6 +347,63 @@ def test_s3_backend_with_a_store_that_stalls_mid_copy(broker_factory, moto):
     produce(broker.bootstrap, topic, second)
     time.sleep(1.0)  # let the copy task run into the stalled store
     assert len(local_logs(broker, topic, 0)) > 1, "nothing may be dropped locally while copies cannot finish"
+    # An unfinished copy is not counted anywhere: the earliest offset has not moved.
+    assert earliest(broker.bootstrap, topic, 0) == 0
     moto.proc.send_signal(signal.SIGCONT)
     wait_offloaded(broker, topic, 1)
     assert_records(consume_confluent(broker.bootstrap, topic, 800), first + second)
+    wait_expiration_passes(broker, topic)
+    broker.stop()
+    assert_fsck_clean(broker)
+
+
+@pytest.mark.parametrize("backend", ["local-dir", "s3"])
+def test_sigkill_during_a_remote_delete_then_expiration_finishes_it(broker_factory, moto, monkeypatch, backend):
+    """Total retention expires remote segments; the broker is SIGKILLed while they are being
+    deleted. On S3 the store is stopped first, so the kill lands with a delete certainly in
+    flight (DELETE_SEGMENT_STARTED written, objects not yet gone); on the local directory it
+    lands wherever the deletes have got to. After a restart the next expiration passes drive
+    every half-finished delete to DELETE_SEGMENT_FINISHED, keep every segment that retention
+    keeps, leave no orphan, and fsck is clean."""
+    monkeypatch.setenv("RUST_LOG", TASK_LOG)
+    settings = {**TIERED_BROKER, **(s3_settings(moto) if backend == "s3" else {})}
+    broker = broker_factory(settings).start()
+    topic = "tiered-delete-crash"
+    create_topic(broker.bootstrap, topic, 1, TIERED_TOPIC)
+    # Old records (2024) fall out of a one-hour retention.ms; records stamped now stay.
+    old = make_records("dko", 500, value_pad=60)
+    new = make_records("dkn", 300, base_ts=int(time.time() * 1000), value_pad=60)
+    records = old + new
+    produce(broker.bootstrap, topic, old)
+    produce(broker.bootstrap, topic, new)
+    wait_offloaded(broker, topic, 1)
+    assert earliest(broker.bootstrap, topic, 0) == 0
+
+    if backend == "s3":
+        moto.proc.send_signal(signal.SIGSTOP)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    client = admin(broker.bootstrap)
+    client.incremental_alter_configs([resource])[resource].result(timeout=ADMIN_TIMEOUT_S)
+    wait_output(broker, "DELETE_SEGMENT_STARTED written")
+    broker.kill()
+    if backend == "s3":
+        moto.proc.send_signal(signal.SIGCONT)
+
+    broker.start()
+    if backend == "s3":
+        # The delete cut short by the kill is retried, not forgotten.
+        wait_output(broker, "reason=UnfinishedDelete")
+    deadline = time.monotonic() + OFFLOAD_TIMEOUT_S
+    while (start := earliest(broker.bootstrap, topic, 0)) == 0:
+        assert time.monotonic() < deadline, f"expiration never raised the log start\n{broker.output_tail()}"
+        time.sleep(0.05)
+    wait_expiration_passes(broker, topic)
+    start = earliest(broker.bootstrap, topic, 0)
+    # Only segments made entirely of old records went; everything from the first segment
+    # holding a new record on is still there, byte-identical.
+    assert 0 < start <= len(old), start
+    got = consume_confluent(broker.bootstrap, topic, len(records) - start, start_offset=start)
+    assert_records(got, records[start:], start)
+    broker.stop()
+    assert_fsck_clean(broker)

@@ -186,6 +186,7 @@ impl RemoteLogManager {
                     RemoteLogSegmentState::DeleteSegmentStarted,
                 ))
                 .map_err(Self::metadata_err(tp))?;
+            tracing::debug!(%tp, id = %md.segment_id, "DELETE_SEGMENT_STARTED written");
         }
         TieredMetrics::add(&self.metrics.remote_delete_requests, 1);
         if let Err(source) = self.rsm.delete_log_segment_data(md) {
