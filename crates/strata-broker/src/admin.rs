@@ -66,7 +66,7 @@ impl Broker {
             return Err(ApiError::InvalidTopic { reason });
         }
         self.place_replicas(partitions, replication_factor, 0)?;
-        let config = LogConfig::with_overrides(&self.config.log_config, &configs)
+        let config = LogConfig::with_overrides(&self.log_defaults(), &configs)
             .map_err(ApiError::InvalidConfig)?;
         crate::tiered::validate_topic(self, &config, None)?;
         let _admin = self.admin_lock();
@@ -182,12 +182,13 @@ impl Broker {
             .get(name)
             .ok_or(ApiError::UnknownTopicOrPartition)?;
         let new = change(&info.configs)?;
-        let new_config = LogConfig::with_overrides(&self.config.log_config, &new)
-            .map_err(ApiError::InvalidConfig)?;
+        let defaults = self.log_defaults();
+        let new_config =
+            LogConfig::with_overrides(&defaults, &new).map_err(ApiError::InvalidConfig)?;
         crate::tiered::validate_topic(
             self,
             &new_config,
-            Some(&effective_config(&self.config.log_config, &info)),
+            Some(&effective_config(&defaults, &info)),
         )?;
         if validate_only {
             return Ok(());
@@ -196,7 +197,7 @@ impl Broker {
             .topics
             .update(name, |t| t.configs = new)
             .map_err(ApiError::store)?;
-        let config = effective_config(&self.config.log_config, &info);
+        let config = effective_config(&defaults, &info);
         for p in 0..info.partitions {
             if let Some(log) = self.logs.get_log(&TopicPartition::new(name, p)) {
                 log.update_config(config.clone());

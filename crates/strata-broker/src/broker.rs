@@ -43,6 +43,9 @@ pub(crate) struct Broker {
     pub groups: crate::group::coordinator::GroupCoordinator,
     /// The remote tier, when `remote.log.storage.system.enable=true` (set once at start).
     pub tiered: std::sync::OnceLock<Arc<strata_tiered::RemoteLogManager>>,
+    /// Dynamic broker configs; the log defaults in force come from here,
+    /// not from `config.log_config` (which is the static part only).
+    pub dynamic: Arc<crate::dynamic_config::DynamicBrokerConfig>,
 }
 
 #[derive(Debug, Default)]
@@ -68,6 +71,7 @@ impl Broker {
         topics: Arc<TopicStore>,
         logs: Arc<LogManager>,
         shutdown: watch::Receiver<bool>,
+        dynamic: Arc<crate::dynamic_config::DynamicBrokerConfig>,
     ) -> Broker {
         let advertised = match &config.advertised_listener {
             Some(l) => l.clone(),
@@ -97,6 +101,7 @@ impl Broker {
             admin: Mutex::new(()),
             producer_ids: Mutex::new(ProducerIdBlock::default()),
             tiered: std::sync::OnceLock::new(),
+            dynamic,
         }
     }
 
@@ -119,9 +124,10 @@ impl Broker {
         self.appends.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// The effective config of a topic: its overrides over the broker defaults.
+    /// The effective config of a topic: its overrides over the broker
+    /// defaults (static and dynamic).
     pub(crate) fn topic_config(&self, info: &TopicInfo) -> LogConfig {
-        effective_config(&self.config.log_config, info)
+        effective_config(&self.log_defaults(), info)
     }
 
     /// The log of a partition, if the topic and partition exist.

@@ -316,37 +316,39 @@ impl BrokerConfig {
     }
 }
 
+/// Broker properties parsed here (or known and deliberately unused).
+pub(crate) const BROKER_PROPERTIES: &[&str] = &[
+    "listeners",
+    "advertised.listeners",
+    "node.id",
+    "broker.id",
+    "broker.rack",
+    "log.dirs",
+    "log.dir",
+    "num.partitions",
+    "default.replication.factor",
+    "auto.create.topics.enable",
+    "socket.request.max.bytes",
+    "max.connections",
+    "message.max.bytes",
+    "num.recovery.threads.per.data.dir",
+    "log.segment.delete.delay.ms",
+    "log.flush.offset.checkpoint.interval.ms",
+    "log.flush.start.offset.checkpoint.interval.ms",
+    "offsets.topic.num.partitions",
+    "strata.durable.append",
+    "producer.id.expiration.ms",
+    "cluster.id",
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+];
+
 /// Names parsed here, plus anything `log.*`-like that LogConfig reads.
 fn is_known(name: &str) -> bool {
-    const OWN: &[&str] = &[
-        "listeners",
-        "advertised.listeners",
-        "node.id",
-        "broker.id",
-        "broker.rack",
-        "log.dirs",
-        "log.dir",
-        "num.partitions",
-        "default.replication.factor",
-        "auto.create.topics.enable",
-        "socket.request.max.bytes",
-        "max.connections",
-        "message.max.bytes",
-        "num.recovery.threads.per.data.dir",
-        "log.segment.delete.delay.ms",
-        "log.flush.offset.checkpoint.interval.ms",
-        "log.flush.start.offset.checkpoint.interval.ms",
-        "offsets.topic.num.partitions",
-        "strata.durable.append",
-        "producer.id.expiration.ms",
-        "cluster.id",
-        "process.roles",
-        "controller.quorum.voters",
-        "controller.listener.names",
-        "inter.broker.listener.name",
-        "listener.security.protocol.map",
-    ];
-    OWN.contains(&name)
+    BROKER_PROPERTIES.contains(&name)
         || name.starts_with("log.")
         || crate::group::config::GroupConfig::is_known(name)
         || LogConfig::definitions()

@@ -28,6 +28,8 @@ pub enum BrokerError {
     },
     #[error("topic metadata store")]
     TopicStore(#[from] TopicStoreError),
+    #[error("dynamic broker config store")]
+    DynamicConfig(#[from] crate::dynamic_config::DynamicConfigError),
     #[error("log manager")]
     Log(#[from] strata_log::LogError),
     #[error("tiered storage")]

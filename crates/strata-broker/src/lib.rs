@@ -26,6 +26,7 @@ mod broker;
 mod config;
 mod connection;
 mod dispatch;
+mod dynamic_config;
 mod error;
 mod errors;
 mod group;
@@ -38,6 +39,7 @@ mod tiered;
 mod topics;
 
 pub use config::{BrokerConfig, ConfigError, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR};
+pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
 pub use error::BrokerError;
 pub use server::{serve_main, start, start_with_clock, BrokerHandle};
 pub use stats::BrokerStats;

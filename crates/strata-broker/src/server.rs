@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use crate::broker::{effective_config, Broker};
 use crate::config::BrokerConfig;
 use crate::connection;
+use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::BrokerError;
 use crate::reconcile;
 use crate::stats::BrokerStats;
@@ -93,7 +94,7 @@ pub async fn start_with_clock(
 ) -> Result<BrokerHandle, BrokerError> {
     let cfg = config.clone();
     let storage_clock = clock.clone();
-    let (store, logs, cluster_id) =
+    let (store, logs, cluster_id, dynamic) =
         tokio::task::spawn_blocking(move || open_storage(&cfg, storage_clock))
             .await
             .map_err(|source| BrokerError::Task {
@@ -119,6 +120,7 @@ pub async fn start_with_clock(
         store,
         logs.clone(),
         shutdown_rx.clone(),
+        dynamic,
     ));
     logs.start_background();
     crate::tiered::start(&broker, clock.clone()).await?;
@@ -141,11 +143,16 @@ pub async fn start_with_clock(
     })
 }
 
-/// Open the topic store and the log manager and make them agree (blocking).
-fn open_storage(
-    config: &BrokerConfig,
-    clock: SharedClock,
-) -> Result<(Arc<TopicStore>, Arc<LogManager>, String), BrokerError> {
+type Storage = (
+    Arc<TopicStore>,
+    Arc<LogManager>,
+    String,
+    Arc<DynamicBrokerConfig>,
+);
+
+/// Open the topic store, the dynamic broker configs and the log manager
+/// and make them agree (blocking). Dynamic configs apply before any log opens.
+fn open_storage(config: &BrokerConfig, clock: SharedClock) -> Result<Storage, BrokerError> {
     for dir in &config.log_dirs {
         std::fs::create_dir_all(dir).map_err(|source| BrokerError::LogDir {
             path: dir.clone(),
@@ -154,6 +161,10 @@ fn open_storage(
     }
     let store = Arc::new(TopicStore::open(&config.log_dirs[0])?);
     let cluster_id = store.cluster_id(config.cluster_id.as_deref())?;
+    let dynamic = Arc::new(DynamicBrokerConfig::open(&config.log_dirs[0], config)?);
+    let mut effective = config.clone();
+    effective.log_config = (*dynamic.log_defaults()).clone();
+    let config = &effective;
     let manager_config = LogManagerConfig {
         log_dirs: config.log_dirs.clone(),
         default_config: config.log_config.clone(),
@@ -169,15 +180,16 @@ fn open_storage(
     logs.set_retention_check_interval_ms(config.log_retention_check_interval_ms);
     logs.cleaner().configure(config.cleaner.clone());
     let provider_store = store.clone();
-    let base = config.log_config.clone();
+    let provider_dynamic = dynamic.clone();
     logs.set_topic_config_provider(Arc::new(move |topic: &str| {
+        let base = provider_dynamic.log_defaults();
         match provider_store.get(topic) {
             Some(info) => effective_config(&base, &info),
-            None => base.clone(),
+            None => (*base).clone(),
         }
     }));
     reconcile::reconcile(config, &store, &logs)?;
-    Ok((store, logs, cluster_id))
+    Ok((store, logs, cluster_id, dynamic))
 }
 
 async fn accept_loop(

@@ -1,9 +1,13 @@
-//! AlterConfigs (key 33, versions 0–2: replace a topic's whole override set)
-//! and IncrementalAlterConfigs (key 44, versions 0–1: SET / DELETE / APPEND /
-//! SUBTRACT per config). Topic changes are validated as a whole by
-//! `LogConfig::with_overrides` (INVALID_CONFIG), persisted in the topic store
-//! and applied to the live logs without a restart. Dynamic broker configs are
-//! not supported: broker resources are refused with INVALID_REQUEST.
+//! AlterConfigs (key 33, versions 0–2: replace a resource's whole config
+//! set) and IncrementalAlterConfigs (key 44, versions 0–1: SET / DELETE /
+//! APPEND / SUBTRACT per config), for TOPIC and BROKER resources.
+//!
+//! Topic changes are validated as a whole by `LogConfig::with_overrides`
+//! (INVALID_CONFIG), persisted in the topic store and applied to the live
+//! logs without a restart. Broker changes (resource `"<broker.id>"` or `""`
+//! for the cluster default) go to `crate::dynamic_config`, which validates
+//! them as Kafka's broker-side preprocessing does, persists them and pushes
+//! new log defaults to every log.
 
 use std::collections::BTreeMap;
 
@@ -17,19 +21,50 @@ use strata_log::{ConfigType, LogConfig};
 use super::configs::resource;
 use super::RequestContext;
 use crate::broker::Broker;
+use crate::dynamic_config::op::{APPEND, DELETE, SET, SUBTRACT};
+use crate::dynamic_config::{self, ConfigOp as Op, DynamicConfigError};
 use crate::errors::ApiError;
 
-const SET: i8 = 0;
-const DELETE: i8 = 1;
-const APPEND: i8 = 2;
-const SUBTRACT: i8 = 3;
-
-/// One requested change, independent of the API that carried it.
-struct Op {
-    name: String,
-    op: i8,
-    value: Option<String>,
+/// Why one resource's change failed.
+#[derive(Debug)]
+enum Failure {
+    Api(ApiError),
+    Broker(DynamicConfigError),
 }
+
+impl Failure {
+    fn code(&self) -> i16 {
+        match self {
+            Failure::Api(e) => e.code(),
+            Failure::Broker(e) => e.code(),
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Failure::Api(e) => e.message(),
+            Failure::Broker(e) => e.to_string(),
+        }
+    }
+}
+
+/// Kafka answers INVALID_REQUEST for every copy of a resource named twice.
+fn duplicated(resources: &[(i8, String, Vec<Op>)]) -> Vec<bool> {
+    resources
+        .iter()
+        .map(|(ty, name, _)| {
+            resources
+                .iter()
+                .filter(|(t, n, _)| t == ty && n == name)
+                .count()
+                > 1
+        })
+        .collect()
+}
+
+const DUPLICATE_RESOURCE: Failure = Failure::Api(ApiError::InvalidRequest {
+    reason: "Each resource must appear at most once.",
+});
 
 pub(crate) async fn handle(ctx: &RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse {
     let validate_only = req.validate_only;
@@ -52,10 +87,23 @@ pub(crate) async fn handle(ctx: &RequestContext, req: AlterConfigsRequest) -> Al
     let results = ctx
         .broker
         .blocking(move |b| {
+            let dup = duplicated(&resources);
             resources
                 .into_iter()
-                .map(|(ty, name, ops)| {
-                    let r = apply(b, ty, &name, validate_only, |_| replace_all(&ops));
+                .zip(dup)
+                .map(|((ty, name, ops), dup)| {
+                    let r = if dup {
+                        Err(DUPLICATE_RESOURCE)
+                    } else {
+                        apply(
+                            b,
+                            ty,
+                            &name,
+                            validate_only,
+                            |_| replace_all(&ops),
+                            |_| dynamic_config::replace_all(&ops),
+                        )
+                    };
                     (ty, name, r)
                 })
                 .collect::<Vec<_>>()
@@ -101,13 +149,24 @@ pub(crate) async fn handle_incremental(
     let results = ctx
         .broker
         .blocking(move |b| {
+            let dup = duplicated(&resources);
             resources
                 .into_iter()
-                .map(|(ty, name, ops)| {
-                    let base = b.config.log_config.clone();
-                    let r = apply(b, ty, &name, validate_only, |current| {
-                        incremental(&base, current, &ops)
-                    });
+                .zip(dup)
+                .map(|((ty, name, ops), dup)| {
+                    let base = b.log_defaults();
+                    let r = if dup {
+                        Err(DUPLICATE_RESOURCE)
+                    } else {
+                        apply(
+                            b,
+                            ty,
+                            &name,
+                            validate_only,
+                            |current| incremental(&base, current, &ops),
+                            |current| dynamic_config::incremental(current, &ops),
+                        )
+                    };
                     (ty, name, r)
                 })
                 .collect::<Vec<_>>()
@@ -132,16 +191,21 @@ fn apply(
     resource_type: i8,
     name: &str,
     validate_only: bool,
-    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
-) -> Result<(), ApiError> {
+    topic_change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
+    broker_change: impl FnOnce(
+        &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, DynamicConfigError>,
+) -> Result<(), Failure> {
     match resource_type {
-        resource::TOPIC => b.alter_topic_configs(name, validate_only, change),
-        resource::BROKER => Err(ApiError::InvalidRequest {
-            reason: "dynamic broker configs are not supported; set them in server.properties",
-        }),
-        _ => Err(ApiError::InvalidRequest {
+        resource::TOPIC => b
+            .alter_topic_configs(name, validate_only, topic_change)
+            .map_err(Failure::Api),
+        resource::BROKER => b
+            .alter_broker_configs(name, validate_only, broker_change)
+            .map_err(Failure::Broker),
+        _ => Err(Failure::Api(ApiError::InvalidRequest {
             reason: "unsupported resource type",
-        }),
+        })),
     }
 }
 

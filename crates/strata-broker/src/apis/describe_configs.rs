@@ -1,5 +1,7 @@
 //! DescribeConfigs (key 32), versions 1–4: topic and broker configs with
 //! Kafka's names, values, sources, synonyms, types and documentation.
+//! BROKER `"<broker.id>"` lists every config with static and dynamic
+//! sources; BROKER `""` lists the cluster-default dynamic configs.
 
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
@@ -7,8 +9,10 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::configs::{broker_entries, resource, topic_entries, ConfigEntry};
+use super::configs::{resource, topic_entries, ConfigEntry};
 use super::RequestContext;
+use crate::broker::Broker;
+use crate::dynamic_config::{broker_entries, default_entries};
 use crate::errors::ApiError;
 
 pub(crate) async fn handle(
@@ -21,32 +25,23 @@ pub(crate) async fn handle(
         let mut out = DescribeConfigsResult::default();
         out.resource_type = r.resource_type;
         out.resource_name = r.resource_name.clone();
-        let entries = match r.resource_type {
+        let entries: Result<Vec<ConfigEntry>, (i16, String)> = match r.resource_type {
             resource::TOPIC => match broker.topics.get(r.resource_name.as_str()) {
                 Some(info) => Ok(topic_entries(broker, &info)),
-                None => Err(ApiError::UnknownTopicOrPartition),
+                None => Err(api_error(ApiError::UnknownTopicOrPartition)),
             },
-            resource::BROKER => {
-                let name = r.resource_name.as_str();
-                if name.is_empty() || name == broker.config.node_id.to_string() {
-                    Ok(broker_entries(broker))
-                } else {
-                    Err(ApiError::InvalidRequest {
-                        reason: "broker resource name is not this broker's id",
-                    })
-                }
-            }
-            _ => Err(ApiError::InvalidRequest {
+            resource::BROKER => broker_resource(broker, r.resource_name.as_str()),
+            _ => Err(api_error(ApiError::InvalidRequest {
                 reason: "unsupported resource type",
-            }),
+            })),
         };
         match entries {
             Ok(entries) => {
                 out.configs = entries
                     .into_iter()
                     .filter(|e| match &r.configuration_keys {
-                        Some(keys) => keys.iter().any(|k| k.as_str() == e.name),
-                        None => true,
+                        Some(keys) if !keys.is_empty() => keys.iter().any(|k| k.as_str() == e.name),
+                        _ => true,
                     })
                     .map(|e| {
                         to_wire(
@@ -58,14 +53,43 @@ pub(crate) async fn handle(
                     })
                     .collect();
             }
-            Err(e) => {
-                out.error_code = e.code();
-                out.error_message = Some(StrBytes::from_string(e.message()));
+            Err((code, message)) => {
+                out.error_code = code;
+                out.error_message = Some(StrBytes::from_string(message));
             }
         }
         resp.results.push(out);
     }
     resp
+}
+
+fn api_error(e: ApiError) -> (i16, String) {
+    (e.code(), e.message())
+}
+
+/// BROKER `""` is the cluster default level, `"<broker.id>"` this broker
+/// (Kafka `ConfigHelper`: anything else is INVALID_REQUEST).
+fn broker_resource(broker: &Broker, name: &str) -> Result<Vec<ConfigEntry>, (i16, String)> {
+    const INVALID_REQUEST: i16 = 42;
+    if name.is_empty() {
+        return Ok(default_entries(broker));
+    }
+    let id: i32 = name.parse().map_err(|_| {
+        (
+            INVALID_REQUEST,
+            format!("Broker id must be an integer, but it is: {name}"),
+        )
+    })?;
+    if id != broker.config.node_id {
+        return Err((
+            INVALID_REQUEST,
+            format!(
+                "Unexpected broker id, expected {} or empty string, but received {name}",
+                broker.config.node_id
+            ),
+        ));
+    }
+    Ok(broker_entries(broker))
 }
 
 fn to_wire(

@@ -1,0 +1,259 @@
+//! DescribeConfigs of BROKER resources, as Kafka's `ConfigHelper` builds
+//! them: for `"<broker.id>"` every config with its effective value, and for
+//! `""` only the cluster-default dynamic configs.
+//!
+//! Synonyms are listed in Kafka's precedence — per-broker dynamic, cluster
+//! default dynamic, static, Kafka default — over the name and its unit
+//! synonyms (`log.retention.ms`, `.minutes`, `.hours`), then everything
+//! before the first entry for the described name is dropped, so
+//! `log.retention.hours` never reports a `log.retention.ms` value as its own.
+//! The entry's source is its first synonym's (DEFAULT_CONFIG when none).
+
+use std::collections::BTreeMap;
+
+use strata_log::{ConfigDef, LogConfig};
+
+use super::names::{broker_synonyms, is_dynamic, kafka_default, synonym_def, type_of};
+use super::Snapshot;
+use crate::apis::configs::{source, ConfigEntry};
+use crate::broker::Broker;
+
+type Synonym = (String, Option<String>, i8);
+
+/// Broker properties described besides the topic-config synonyms, with docs.
+const EXTRA: &[(&str, &str)] = &[
+    (
+        "producer.id.expiration.ms",
+        "Time an idle producer id's state is kept.",
+    ),
+    (
+        "log.retention.check.interval.ms",
+        "How often the retention pass looks for deletable segments.",
+    ),
+    ("log.cleaner.enable", "Run the log cleaner (compaction)."),
+    ("log.cleaner.threads", "Number of log cleaner threads."),
+    (
+        "log.cleaner.backoff.ms",
+        "Sleep of an idle cleaner thread when no log needs cleaning.",
+    ),
+    (
+        "log.cleaner.dedupe.buffer.size",
+        "Memory for the cleaners' key maps, across all threads.",
+    ),
+    (
+        "log.cleaner.io.buffer.size",
+        "I/O buffer memory across all cleaner threads.",
+    ),
+    (
+        "log.cleaner.io.buffer.load.factor",
+        "Load factor of the cleaners' key maps.",
+    ),
+    (
+        "log.cleaner.io.max.bytes.per.second",
+        "Cleaner I/O throttle, reads plus writes.",
+    ),
+];
+
+fn synonyms(name: &str, snap: &Snapshot, static_props: &BTreeMap<String, String>) -> Vec<Synonym> {
+    let names = broker_synonyms(name);
+    let mut out = Vec::new();
+    for (map, src) in [
+        (&snap.per_broker, source::DYNAMIC_BROKER_CONFIG),
+        (&snap.cluster_default, source::DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (static_props, source::STATIC_BROKER_CONFIG),
+    ] {
+        for n in &names {
+            if let Some(v) = map.get(n) {
+                out.push((n.clone(), Some(v.clone()), src));
+            }
+        }
+    }
+    for n in &names {
+        if let Some(d) = kafka_default(n) {
+            out.push((n.clone(), Some(d), source::DEFAULT_CONFIG));
+        }
+    }
+    let first = out.iter().position(|s| s.0 == name).unwrap_or(out.len());
+    out.split_off(first)
+}
+
+fn doc_of(name: &str) -> &'static str {
+    if let Some((d, _)) = synonym_def(name) {
+        return d.doc;
+    }
+    EXTRA
+        .iter()
+        .chain(OWN_DOCS)
+        .find(|(n, _)| *n == name)
+        .map_or("", |(_, d)| d)
+}
+
+fn entry(name: &str, value: Option<String>, syns: Vec<Synonym>) -> ConfigEntry {
+    ConfigEntry {
+        name: name.to_string(),
+        value,
+        source: syns.first().map_or(source::DEFAULT_CONFIG, |s| s.2),
+        read_only: !is_dynamic(name),
+        synonyms: syns,
+        config_type: type_of(name),
+        doc: doc_of(name),
+    }
+}
+
+const OWN_DOCS: &[(&str, &str)] = &[
+    ("listeners", "Listener URIs to bind."),
+    ("advertised.listeners", "Listeners published to clients."),
+    ("node.id", "The node id of this server."),
+    ("broker.id", "The broker id of this server."),
+    ("log.dirs", "Directories in which the log data is kept."),
+    ("num.partitions", "Default number of partitions per topic."),
+    (
+        "default.replication.factor",
+        "Default replication factor for automatically created topics.",
+    ),
+    (
+        "auto.create.topics.enable",
+        "Enable auto creation of topics on the server.",
+    ),
+    (
+        "socket.request.max.bytes",
+        "The maximum number of bytes in a socket request.",
+    ),
+    ("max.connections", "Maximum connections to the broker."),
+    (
+        "num.recovery.threads.per.data.dir",
+        "Threads per data directory for log recovery at startup and flushing at shutdown.",
+    ),
+    (
+        "offsets.topic.num.partitions",
+        "The number of partitions for the offset commit topic.",
+    ),
+    ("broker.rack", "Rack of the broker."),
+];
+
+/// The broker's own properties with their effective values.
+fn own_values(broker: &Broker) -> Vec<(&'static str, String)> {
+    let c = &broker.config;
+    let listener = |l: &crate::config::Listener| format!("{}://{}:{}", l.name, l.host, l.port);
+    let mut v = vec![
+        ("listeners", listener(&c.listener)),
+        ("advertised.listeners", listener(&broker.advertised)),
+        ("node.id", c.node_id.to_string()),
+        ("broker.id", c.node_id.to_string()),
+        (
+            "log.dirs",
+            c.log_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        ("num.partitions", c.num_partitions.to_string()),
+        (
+            "default.replication.factor",
+            c.default_replication_factor.to_string(),
+        ),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics_enable.to_string(),
+        ),
+        (
+            "socket.request.max.bytes",
+            c.socket_request_max_bytes.to_string(),
+        ),
+        ("max.connections", c.max_connections.to_string()),
+        (
+            "num.recovery.threads.per.data.dir",
+            c.num_recovery_threads_per_data_dir.to_string(),
+        ),
+        (
+            "offsets.topic.num.partitions",
+            c.offsets_topic_num_partitions.to_string(),
+        ),
+    ];
+    if let Some(rack) = &c.rack {
+        v.push(("broker.rack", rack.clone()));
+    }
+    v
+}
+
+/// DescribeConfigs of BROKER `"<broker.id>"`: every config this broker
+/// knows, effective values, Kafka's sources and synonyms.
+pub(crate) fn broker_entries(broker: &Broker) -> Vec<ConfigEntry> {
+    let snap = broker.dynamic.snapshot();
+    let statics = broker.dynamic.static_props();
+    let mut out: Vec<ConfigEntry> = Vec::new();
+    let mut listed = std::collections::BTreeSet::new();
+    let mut push = |out: &mut Vec<ConfigEntry>, name: &str, value: Option<String>| {
+        if listed.insert(name.to_string()) {
+            out.push(entry(name, value, synonyms(name, &snap, statics)));
+        }
+    };
+    let effective = |name: &str| {
+        snap.merged
+            .get(name)
+            .map(|v| v.trim().to_string())
+            .or_else(|| kafka_default(name))
+    };
+    for (name, value) in own_values(broker) {
+        push(&mut out, name, Some(value));
+    }
+    for (name, _) in EXTRA {
+        push(&mut out, name, effective(name));
+    }
+    for def in LogConfig::definitions() {
+        for (name, _) in def.synonyms {
+            push(&mut out, name, effective(name));
+        }
+    }
+    for name in snap.merged.keys() {
+        push(&mut out, name, effective(name));
+    }
+    out
+}
+
+/// DescribeConfigs of BROKER `""`: the cluster-default dynamic configs only,
+/// synonyms limited to that level (Kafka `createBrokerConfigEntry` with
+/// `perBrokerConfig = false`).
+pub(crate) fn default_entries(broker: &Broker) -> Vec<ConfigEntry> {
+    let snap = broker.dynamic.snapshot();
+    let statics = broker.dynamic.static_props();
+    snap.cluster_default
+        .iter()
+        .map(|(name, value)| {
+            let syns = synonyms(name, &snap, statics)
+                .into_iter()
+                .filter(|s| s.2 == source::DYNAMIC_DEFAULT_BROKER_CONFIG)
+                .collect();
+            entry(name, Some(value.clone()), syns)
+        })
+        .collect()
+}
+
+/// Broker-level synonyms of topic config `def`, for a topic's entry:
+/// dynamic per-broker, dynamic default, static (every unit synonym), then
+/// the default under the first synonym's name.
+pub(crate) fn log_synonyms(broker: &Broker, def: &ConfigDef) -> Vec<Synonym> {
+    let snap = broker.dynamic.snapshot();
+    let statics = broker.dynamic.static_props();
+    let mut out = Vec::new();
+    for (map, src) in [
+        (&snap.per_broker, source::DYNAMIC_BROKER_CONFIG),
+        (&snap.cluster_default, source::DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (statics, source::STATIC_BROKER_CONFIG),
+    ] {
+        for (syn, _) in def.synonyms {
+            if let Some(v) = map.get(*syn) {
+                out.push((syn.to_string(), Some(v.clone()), src));
+            }
+        }
+    }
+    if let Some((first, _)) = def.synonyms.first() {
+        out.push((
+            first.to_string(),
+            Some(def.default.to_string()),
+            source::DEFAULT_CONFIG,
+        ));
+    }
+    out
+}

@@ -1,0 +1,593 @@
+//! Dynamic broker configs (Kafka KIP-226): configs changed with
+//! AlterConfigs / IncrementalAlterConfigs on a BROKER resource, applied
+//! without a restart and kept across restarts.
+//!
+//! Two levels, as in Kafka: resource name `"<broker.id>"` is this broker's
+//! own dynamic config (`DYNAMIC_BROKER_CONFIG`), resource name `""` the
+//! cluster-wide default (`DYNAMIC_DEFAULT_BROKER_CONFIG`). The effective
+//! broker properties are the static ones (`server.properties` and
+//! `--override`) overlaid by the cluster default, then by the per-broker
+//! level; an overlaid name removes its unit synonyms first (a dynamic
+//! `log.retention.ms` beats a static `log.retention.hours`), as Kafka's
+//! `DynamicBrokerConfig.overrideProps` does.
+//!
+//! What is dynamic: the broker defaults of topic configs Kafka reconfigures
+//! live (`DynamicLogConfig`: the first broker synonym of every topic config
+//! except `log.message.format.version`; unit synonyms such as
+//! `log.retention.hours` are not dynamic in Kafka either) and
+//! `producer.id.expiration.ms`. Kafka also reconfigures the cleaner threads,
+//! listeners and thread pools; Strata cannot apply those live yet, so they
+//! are refused like every other static broker config. Names Kafka does not
+//! know are accepted and kept as custom configs (Kafka allows custom
+//! broker properties).
+//!
+//! Errors follow Kafka's broker-side preprocessing (`ConfigAdminManager`):
+//! a config that cannot change dynamically, or an invalid value, is
+//! INVALID_REQUEST (KAFKA-13609 keeps it so); APPEND/SUBTRACT on a non-list
+//! config is INVALID_CONFIG.
+//!
+//! A change of the log defaults is pushed at once to every live log: each
+//! log's config is recomputed from the new defaults and its topic's
+//! overrides, so topics overriding a key keep their value. Logs created
+//! later start from the new defaults.
+
+mod describe;
+mod names;
+mod store;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use strata_log::LogConfig;
+use thiserror::Error;
+
+use crate::broker::{effective_config, Broker};
+use crate::config::BrokerConfig;
+
+pub(crate) use describe::{broker_entries, default_entries, log_synonyms};
+pub(crate) use names::{is_dynamic, is_list, kafka_default};
+pub use store::BROKER_CONFIGS_FILE;
+
+/// IncrementalAlterConfigs operation codes.
+pub(crate) mod op {
+    pub const SET: i8 = 0;
+    pub const DELETE: i8 = 1;
+    pub const APPEND: i8 = 2;
+    pub const SUBTRACT: i8 = 3;
+}
+
+/// Why a dynamic broker config change was refused, or the store failed.
+/// Messages are Kafka's where Kafka has one.
+#[derive(Debug, Error)]
+pub enum DynamicConfigError {
+    #[error("Cannot update these configs dynamically: Set({})", names.join(", "))]
+    NotDynamic { names: Vec<String> },
+    #[error("Invalid value {value} for configuration {name}: {reason}")]
+    InvalidValue {
+        name: String,
+        value: String,
+        reason: String,
+    },
+    #[error("Unexpected broker id, expected {expected}, but received {name}")]
+    UnexpectedBrokerId { expected: i32, name: String },
+    #[error("Node id must be an integer, but it is: {name}")]
+    BadBrokerId { name: String },
+    #[error("Null value not supported for : {}", names.join(", "))]
+    NullValue { names: Vec<String> },
+    #[error("Error due to duplicate config keys")]
+    DuplicateKeys,
+    #[error("Unknown operations type {op}")]
+    UnknownOperation { op: i8 },
+    #[error("Config value {op} is not allowed for config key: {name}")]
+    NotAList { op: &'static str, name: String },
+    #[error("I/O error on {path} while {op}")]
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid dynamic broker config store")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{path} has unsupported format version {version}")]
+    Version { path: PathBuf, version: u32 },
+}
+
+impl DynamicConfigError {
+    /// The Kafka error code a client sees.
+    pub(crate) fn code(&self) -> i16 {
+        match self {
+            DynamicConfigError::NotAList { .. } => 40, // INVALID_CONFIG
+            DynamicConfigError::Io { .. }
+            | DynamicConfigError::Parse { .. }
+            | DynamicConfigError::Version { .. } => -1, // UNKNOWN_SERVER_ERROR
+            _ => 42,                                   // INVALID_REQUEST
+        }
+    }
+}
+
+/// An invalid value of broker property `name`, from the log-config parser.
+fn invalid_value(name: &str, value: &str, e: &strata_log::ConfigError) -> DynamicConfigError {
+    let reason = match e {
+        strata_log::ConfigError::InvalidValue { expected, .. } => format!("expected {expected}"),
+        strata_log::ConfigError::OutOfRange { min, max, .. } => {
+            format!("Value must be in the range [{min}, {max}]")
+        }
+        strata_log::ConfigError::Unknown { name } => format!("unknown config {name}"),
+    };
+    DynamicConfigError::InvalidValue {
+        name: name.to_string(),
+        value: value.to_string(),
+        reason,
+    }
+}
+
+/// One requested change, whichever API carried it.
+#[derive(Clone, Debug)]
+pub(crate) struct ConfigOp {
+    pub name: String,
+    pub op: i8,
+    pub value: Option<String>,
+}
+
+/// Which dynamic level a BROKER resource name addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// `""`: the cluster-wide default.
+    ClusterDefault,
+    /// `"<broker.id>"`: this broker.
+    Broker,
+}
+
+/// The configs of each level and what they add up to.
+#[derive(Clone, Debug)]
+pub(crate) struct Snapshot {
+    pub per_broker: BTreeMap<String, String>,
+    pub cluster_default: BTreeMap<String, String>,
+    /// Static properties overlaid by both levels.
+    pub merged: BTreeMap<String, String>,
+}
+
+#[derive(Debug)]
+struct State {
+    doc: store::Document,
+    snapshot: Arc<Snapshot>,
+    log_defaults: Arc<LogConfig>,
+}
+
+/// This broker's dynamic configs: in memory, persisted, and the log
+/// defaults they produce.
+///
+/// Locking: `writer` serialises changes (held across validation, the file
+/// write and the swap); `state` is a leaf lock held only to copy or swap
+/// the current values.
+#[derive(Debug)]
+pub(crate) struct DynamicBrokerConfig {
+    node_id: i32,
+    static_props: BTreeMap<String, String>,
+    path: PathBuf,
+    state: RwLock<State>,
+    writer: Mutex<()>,
+}
+
+impl DynamicBrokerConfig {
+    /// Load the store from `dir` (the first log dir). Stored entries that
+    /// are no longer dynamic or no longer valid are dropped with an error
+    /// log, as Kafka does when it reads them back.
+    ///
+    /// # Errors
+    /// The file cannot be read or is corrupt.
+    pub(crate) fn open(
+        dir: &Path,
+        config: &BrokerConfig,
+    ) -> Result<DynamicBrokerConfig, DynamicConfigError> {
+        let path = dir.join(BROKER_CONFIGS_FILE);
+        let mut doc = store::load(&path)?;
+        sanitize(&mut doc.cluster_default, "cluster default");
+        for (id, level) in doc.brokers.iter_mut() {
+            sanitize(level, id);
+        }
+        let me = config.node_id.to_string();
+        let per_broker = doc.brokers.get(&me).cloned().unwrap_or_default();
+        let merged = merge(&config.properties, &doc.cluster_default, &per_broker);
+        let log_defaults = match LogConfig::from_broker_properties(&merged) {
+            Ok(c) => c,
+            Err(error) => {
+                tracing::error!(%error, "dynamic broker configs do not combine; using static log defaults");
+                config.log_config.clone()
+            }
+        };
+        if !doc.cluster_default.is_empty() || !per_broker.is_empty() {
+            tracing::info!(cluster_default = ?doc.cluster_default, per_broker = ?per_broker,
+                "applying dynamic broker configs");
+        }
+        let snapshot = Snapshot {
+            per_broker,
+            cluster_default: doc.cluster_default.clone(),
+            merged,
+        };
+        Ok(DynamicBrokerConfig {
+            node_id: config.node_id,
+            static_props: config.properties.clone(),
+            path,
+            state: RwLock::new(State {
+                doc,
+                snapshot: Arc::new(snapshot),
+                log_defaults: Arc::new(log_defaults),
+            }),
+            writer: Mutex::new(()),
+        })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Topic-config defaults: static properties with the dynamic levels applied.
+    pub(crate) fn log_defaults(&self) -> Arc<LogConfig> {
+        self.read().log_defaults.clone()
+    }
+
+    /// The current configs of both levels.
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        self.read().snapshot.clone()
+    }
+
+    /// Properties from `server.properties` and `--override`.
+    pub(crate) fn static_props(&self) -> &BTreeMap<String, String> {
+        &self.static_props
+    }
+
+    /// The level a BROKER resource name addresses (Kafka
+    /// `validateResourceNameIsCurrentNodeId`).
+    pub(crate) fn level_of(&self, resource_name: &str) -> Result<Level, DynamicConfigError> {
+        if resource_name.is_empty() {
+            return Ok(Level::ClusterDefault);
+        }
+        let id: i32 = resource_name
+            .parse()
+            .map_err(|_| DynamicConfigError::BadBrokerId {
+                name: resource_name.to_string(),
+            })?;
+        if id != self.node_id {
+            return Err(DynamicConfigError::UnexpectedBrokerId {
+                expected: self.node_id,
+                name: resource_name.to_string(),
+            });
+        }
+        Ok(Level::Broker)
+    }
+
+    /// Replace the configs of `level` with `change(current)`, validated and
+    /// (unless `validate_only`) persisted and made current. Returns the new
+    /// log defaults when they changed.
+    ///
+    /// # Errors
+    /// A non-dynamic or invalid config, or the store write failed (nothing
+    /// changes then).
+    pub(crate) fn alter(
+        &self,
+        level: Level,
+        validate_only: bool,
+        change: impl FnOnce(
+            &BTreeMap<String, String>,
+        ) -> Result<BTreeMap<String, String>, DynamicConfigError>,
+    ) -> Result<Option<Arc<LogConfig>>, DynamicConfigError> {
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut doc, old_defaults) = {
+            let s = self.read();
+            (s.doc.clone(), s.log_defaults.clone())
+        };
+        let me = self.node_id.to_string();
+        let current = match level {
+            Level::ClusterDefault => doc.cluster_default.clone(),
+            Level::Broker => doc.brokers.get(&me).cloned().unwrap_or_default(),
+        };
+        let new = change(&current)?;
+        validate_level(&new)?;
+        match level {
+            Level::ClusterDefault => doc.cluster_default = new,
+            Level::Broker if new.is_empty() => {
+                doc.brokers.remove(&me);
+            }
+            Level::Broker => {
+                doc.brokers.insert(me.clone(), new);
+            }
+        }
+        let per_broker = doc.brokers.get(&me).cloned().unwrap_or_default();
+        let merged = merge(&self.static_props, &doc.cluster_default, &per_broker);
+        let defaults = LogConfig::from_broker_properties(&merged).map_err(|e| {
+            let name = first_bad_property(&merged, &e);
+            let value = merged.get(&name).cloned().unwrap_or_default();
+            invalid_value(&name, &value, &e)
+        })?;
+        check_local_retention(&defaults)?;
+        if validate_only {
+            return Ok(None);
+        }
+        store::persist(&self.path, &doc)?;
+        let changed = *old_defaults != defaults;
+        let defaults = Arc::new(defaults);
+        let snapshot = Snapshot {
+            per_broker,
+            cluster_default: doc.cluster_default.clone(),
+            merged,
+        };
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = State {
+            doc,
+            snapshot: Arc::new(snapshot),
+            log_defaults: defaults.clone(),
+        };
+        Ok(changed.then_some(defaults))
+    }
+}
+
+/// Static properties overlaid by the cluster default, then by the
+/// per-broker level; each overlaid name first removes its unit synonyms.
+pub(crate) fn merge(
+    static_props: &BTreeMap<String, String>,
+    cluster_default: &BTreeMap<String, String>,
+    per_broker: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = static_props.clone();
+    for level in [cluster_default, per_broker] {
+        for (k, v) in level {
+            for s in names::broker_synonyms(k) {
+                out.remove(s.as_str());
+            }
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// Kafka `DynamicBrokerConfig.validateConfigs` for one level: no static
+/// config, and every dynamic value of the right type and range.
+fn validate_level(props: &BTreeMap<String, String>) -> Result<(), DynamicConfigError> {
+    let fixed: Vec<String> = props
+        .keys()
+        .filter(|k| names::is_broker_config(k) && !is_dynamic(k))
+        .cloned()
+        .collect();
+    if !fixed.is_empty() {
+        return Err(DynamicConfigError::NotDynamic { names: fixed });
+    }
+    for (k, v) in props.iter().filter(|(k, _)| is_dynamic(k)) {
+        let one: BTreeMap<String, String> = [(k.clone(), v.clone())].into();
+        LogConfig::from_broker_properties(&one).map_err(|e| invalid_value(k, v, &e))?;
+    }
+    Ok(())
+}
+
+/// Drop stored entries that would be refused now (read back from disk).
+fn sanitize(level: &mut BTreeMap<String, String>, which: &str) {
+    let bad: Vec<String> = level
+        .iter()
+        .filter(|(k, v)| {
+            let one: BTreeMap<String, String> = [((*k).clone(), (*v).clone())].into();
+            validate_level(&one).is_err()
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in bad {
+        tracing::error!(level = which, config = %k, "ignoring a stored dynamic broker config that is not dynamic or not valid");
+        level.remove(&k);
+    }
+}
+
+/// The broker property behind a log-config error on the merged properties.
+fn first_bad_property(merged: &BTreeMap<String, String>, e: &strata_log::ConfigError) -> String {
+    let topic_name = match e {
+        strata_log::ConfigError::InvalidValue { name, .. }
+        | strata_log::ConfigError::OutOfRange { name, .. } => *name,
+        strata_log::ConfigError::Unknown { name } => return name.clone(),
+    };
+    LogConfig::definition(topic_name)
+        .and_then(|d| {
+            d.synonyms
+                .iter()
+                .find(|(s, _)| merged.contains_key(*s))
+                .map(|(s, _)| s.to_string())
+        })
+        .unwrap_or_else(|| topic_name.to_string())
+}
+
+/// Kafka `DynamicLogConfig.validateReconfiguration`: local retention must
+/// fit inside total retention.
+fn check_local_retention(c: &LogConfig) -> Result<(), DynamicConfigError> {
+    let bad = |name: &str, value: i64, reason: String| DynamicConfigError::InvalidValue {
+        name: name.to_string(),
+        value: value.to_string(),
+        reason,
+    };
+    if c.retention_ms != -1 && c.local_retention_ms != -2 {
+        if c.local_retention_ms == -1 {
+            return Err(bad(
+                "log.local.retention.ms",
+                -1,
+                format!(
+                    "Value must not be -1 as log.retention.ms value is set as {}.",
+                    c.retention_ms
+                ),
+            ));
+        }
+        if c.local_retention_ms > c.retention_ms {
+            return Err(bad(
+                "log.local.retention.ms",
+                c.local_retention_ms,
+                format!(
+                    "Value must not be more than log.retention.ms property value: {}",
+                    c.retention_ms
+                ),
+            ));
+        }
+    }
+    if c.retention_bytes > -1 && c.local_retention_bytes != -2 {
+        if c.local_retention_bytes == -1 {
+            return Err(bad(
+                "log.local.retention.bytes",
+                -1,
+                format!(
+                    "Value must not be -1 as log.retention.bytes value is set as {}.",
+                    c.retention_bytes
+                ),
+            ));
+        }
+        if c.local_retention_bytes > c.retention_bytes {
+            return Err(bad(
+                "log.local.retention.bytes",
+                c.local_retention_bytes,
+                format!(
+                    "Value must not be more than log.retention.bytes property value: {}",
+                    c.retention_bytes
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Kafka's request checks shared by both APIs: no duplicate names, no null
+/// value except for DELETE.
+fn precheck(ops: &[ConfigOp]) -> Result<(), DynamicConfigError> {
+    let mut seen = std::collections::BTreeSet::new();
+    if !ops.iter().all(|o| seen.insert(o.name.as_str())) {
+        return Err(DynamicConfigError::DuplicateKeys);
+    }
+    let nulls: Vec<String> = ops
+        .iter()
+        .filter(|o| o.op != op::DELETE && o.value.is_none())
+        .map(|o| o.name.clone())
+        .collect();
+    if !nulls.is_empty() {
+        return Err(DynamicConfigError::NullValue { names: nulls });
+    }
+    Ok(())
+}
+
+/// AlterConfigs: the given configs become the level's whole set.
+pub(crate) fn replace_all(
+    ops: &[ConfigOp],
+) -> Result<BTreeMap<String, String>, DynamicConfigError> {
+    precheck(ops)?;
+    Ok(ops
+        .iter()
+        .filter_map(|o| o.value.clone().map(|v| (o.name.clone(), v)))
+        .collect())
+}
+
+/// IncrementalAlterConfigs over the level's current set (Kafka
+/// `prepareIncrementalConfigs`: APPEND/SUBTRACT start from the stored
+/// value, else Kafka's default).
+pub(crate) fn incremental(
+    current: &BTreeMap<String, String>,
+    ops: &[ConfigOp],
+) -> Result<BTreeMap<String, String>, DynamicConfigError> {
+    precheck(ops)?;
+    let mut out = current.clone();
+    for o in ops {
+        let value = o.value.clone().unwrap_or_default();
+        match o.op {
+            op::SET => {
+                out.insert(o.name.clone(), value);
+            }
+            op::DELETE => {
+                out.remove(&o.name);
+            }
+            op::APPEND | op::SUBTRACT => {
+                let append = o.op == op::APPEND;
+                if !is_list(&o.name) {
+                    return Err(DynamicConfigError::NotAList {
+                        op: if append { "append" } else { "subtract" },
+                        name: o.name.clone(),
+                    });
+                }
+                let old = out
+                    .get(&o.name)
+                    .cloned()
+                    .or_else(|| kafka_default(&o.name))
+                    .unwrap_or_default();
+                let mut items: Vec<String> = split_list(&old);
+                for item in split_list(&value) {
+                    if append {
+                        if !items.contains(&item) {
+                            items.push(item);
+                        }
+                    } else {
+                        items.retain(|i| *i != item);
+                    }
+                }
+                out.insert(o.name.clone(), items.join(","));
+            }
+            other => return Err(DynamicConfigError::UnknownOperation { op: other }),
+        }
+    }
+    Ok(out)
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+impl Broker {
+    /// The topic-config defaults now in force (static + dynamic).
+    pub(crate) fn log_defaults(&self) -> Arc<LogConfig> {
+        self.dynamic.log_defaults()
+    }
+
+    /// Change the dynamic configs of BROKER resource `resource_name` with
+    /// `change` (blocking) and push new log defaults to every live log.
+    ///
+    /// # Errors
+    /// As [`DynamicBrokerConfig::alter`], or a resource name that is not
+    /// empty and not this broker's id.
+    pub(crate) fn alter_broker_configs(
+        &self,
+        resource_name: &str,
+        validate_only: bool,
+        change: impl FnOnce(
+            &BTreeMap<String, String>,
+        ) -> Result<BTreeMap<String, String>, DynamicConfigError>,
+    ) -> Result<(), DynamicConfigError> {
+        let level = self.dynamic.level_of(resource_name)?;
+        // Topic config changes read the defaults under the same lock, so a
+        // log never ends up with a mix of old and new.
+        let _admin = self.admin.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(defaults) = self.dynamic.alter(level, validate_only, change)? {
+            let mut updated = 0usize;
+            for log in self.logs.all_logs() {
+                let cfg = match self.topics.get(&log.topic_partition().topic) {
+                    Some(info) => effective_config(&defaults, &info),
+                    None => (*defaults).clone(),
+                };
+                if log.config() != cfg {
+                    log.update_config(cfg);
+                    updated += 1;
+                }
+            }
+            self.logs.cleaner().wake();
+            tracing::info!(
+                resource = resource_name,
+                logs = updated,
+                "dynamic broker config applied"
+            );
+        } else if !validate_only {
+            tracing::info!(
+                resource = resource_name,
+                "dynamic broker config stored (log defaults unchanged)"
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,164 @@
+//! Which broker property names exist, which are dynamic, their synonyms,
+//! Kafka defaults and types — derived from the one topic-config table
+//! (`LogConfig::definitions`) plus the broker's own properties.
+
+use strata_log::{ConfigType, LogConfig};
+
+use crate::apis::configs::config_type;
+
+/// Broker-level configs Kafka reconfigures live that are not topic-config
+/// synonyms, and that Strata also applies live.
+const EXTRA_DYNAMIC: &[&str] = &["producer.id.expiration.ms"];
+
+/// Kafka broker configs the broker reads outside `config.rs` or that
+/// Kafka defines and Strata ignores; all static here. (`log.*`, the
+/// topic-config synonyms, the group configs and `strata.*` are recognised
+/// by rule.)
+const OTHER_KAFKA_CONFIGS: &[&str] = &[
+    "num.network.threads",
+    "num.io.threads",
+    "background.threads",
+    "queued.max.requests",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "socket.listen.backlog.size",
+    "max.connections.per.ip",
+    "max.connection.creation.rate",
+    "connections.max.idle.ms",
+    "delete.topic.enable",
+    "auto.leader.rebalance.enable",
+    "num.replica.fetchers",
+    "replica.lag.time.max.ms",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "transaction.state.log.num.partitions",
+    "zookeeper.connect",
+    "metadata.log.dir",
+    "controller.quorum.bootstrap.servers",
+    "remote.log.storage.system.enable",
+];
+
+/// Is `name` a broker config Kafka (or Strata) defines? Such names are
+/// refused when not dynamic; any other name is a custom config.
+pub(crate) fn is_broker_config(name: &str) -> bool {
+    crate::config::BROKER_PROPERTIES.contains(&name)
+        || OTHER_KAFKA_CONFIGS.contains(&name)
+        || EXTRA_DYNAMIC.contains(&name)
+        || name.starts_with("log.")
+        || name.starts_with("strata.")
+        || name.starts_with("remote.log.")
+        || name.starts_with("listener.name.")
+        || crate::group::config::GroupConfig::is_known(name)
+        || synonym_def(name).is_some()
+}
+
+/// Can `name` change without a restart? (Kafka `AllDynamicConfigs`,
+/// narrowed to what Strata applies live.)
+pub(crate) fn is_dynamic(name: &str) -> bool {
+    if EXTRA_DYNAMIC.contains(&name) {
+        return true;
+    }
+    if name == "log.message.format.version" || name.starts_with("strata.") {
+        return false;
+    }
+    LogConfig::definitions()
+        .iter()
+        .any(|d| d.synonyms.first().is_some_and(|(s, _)| *s == name))
+}
+
+/// The topic config whose broker synonym `name` is, with the unit factor.
+pub(crate) fn synonym_def(name: &str) -> Option<(&'static strata_log::ConfigDef, i64)> {
+    LogConfig::definitions().iter().find_map(|d| {
+        d.synonyms
+            .iter()
+            .find(|(s, _)| *s == name)
+            .map(|(_, f)| (d, *f))
+    })
+}
+
+/// Kafka `DynamicBrokerConfig.brokerConfigSynonyms`: the names that set the
+/// same value (`log.roll.ms`/`log.roll.hours`, ...), highest precedence
+/// first; just `name` for most.
+pub(crate) fn broker_synonyms(name: &str) -> Vec<String> {
+    match synonym_def(name) {
+        Some((d, _)) if d.synonyms.len() > 1 => {
+            d.synonyms.iter().map(|(s, _)| s.to_string()).collect()
+        }
+        _ => vec![name.to_string()],
+    }
+}
+
+/// Is `name` a LIST config (APPEND/SUBTRACT allowed)? In Kafka
+/// `log.dirs` and `listeners` are STRING configs, so only list-typed
+/// topic-config synonyms (`log.cleanup.policy`) qualify.
+pub(crate) fn is_list(name: &str) -> bool {
+    synonym_def(name).is_some_and(|(d, _)| d.kind == ConfigType::List)
+}
+
+/// Kafka's default of a broker property, as DescribeConfigs shows it
+/// (`None` where Kafka's default is null, e.g. `log.retention.ms`, whose
+/// default comes from `log.retention.hours`).
+pub(crate) fn kafka_default(name: &str) -> Option<String> {
+    if let Some((d, factor)) = synonym_def(name) {
+        let last = d.synonyms.last().map(|(s, _)| *s);
+        if d.synonyms.len() > 1 && last != Some(name) {
+            return None;
+        }
+        if factor == 1 {
+            return Some(d.default.to_string());
+        }
+        return d
+            .default
+            .parse::<i64>()
+            .ok()
+            .map(|v| (v / factor).to_string());
+    }
+    let v = match name {
+        "producer.id.expiration.ms" => "86400000",
+        "num.partitions" => "1",
+        "default.replication.factor" => "1",
+        "auto.create.topics.enable" => "true",
+        "socket.request.max.bytes" => "104857600",
+        "max.connections" => "2147483647",
+        "num.recovery.threads.per.data.dir" => "2",
+        "offsets.topic.num.partitions" => "50",
+        "broker.id" => "-1",
+        "node.id" => "-1",
+        "log.dirs" | "log.dir" => "/tmp/kafka-logs",
+        "listeners" => "PLAINTEXT://:9092",
+        "log.retention.check.interval.ms" => "300000",
+        "log.cleaner.enable" => "true",
+        "log.cleaner.threads" => "1",
+        "log.cleaner.backoff.ms" => "15000",
+        "log.cleaner.dedupe.buffer.size" => "134217728",
+        "log.cleaner.io.buffer.size" => "524288",
+        "log.cleaner.io.buffer.load.factor" => "0.9",
+        "log.cleaner.io.max.bytes.per.second" => "1.7976931348623157E308",
+        _ => return None,
+    };
+    Some(v.to_string())
+}
+
+/// DescribeConfigs `config_type` of a broker property (0 = UNKNOWN for
+/// custom names). Unit synonyms (`log.retention.hours`, ...) are INT.
+pub(crate) fn type_of(name: &str) -> i8 {
+    if let Some((d, factor)) = synonym_def(name) {
+        return if factor == 1 { config_type(d.kind) } else { 3 };
+    }
+    match name {
+        "producer.id.expiration.ms"
+        | "log.retention.check.interval.ms"
+        | "log.cleaner.backoff.ms"
+        | "log.cleaner.dedupe.buffer.size" => 5,
+        "log.cleaner.io.buffer.load.factor" | "log.cleaner.io.max.bytes.per.second" => 6,
+        "log.cleaner.enable" | "auto.create.topics.enable" => 1,
+        "listeners" | "advertised.listeners" | "log.dirs" | "log.dir" | "broker.rack" => 2,
+        _ if crate::config::BROKER_PROPERTIES.contains(&name)
+            || name.starts_with("log.cleaner.") =>
+        {
+            3
+        }
+        _ => 0,
+    }
+}
