@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 
 HEARTBEAT_MS = 500
 MAX_POLL_INTERVAL_MS = 30_000
@@ -99,6 +100,33 @@ def run_confluent(bootstrap: str, topic: str, group: str, instance: str | None, 
     emit(event="closed")
 
 
+def wait_for_topic_metadata(consumer, topic: str, timeout_s: float = 30.0) -> None:
+    """Blocks until kafka-python's metadata holds the partitions of `topic`.
+
+    Works around a kafka-python 3.0.12 client bug that otherwise strands a member now and then
+    (seen as "one member joins but never gets its assignment; its session expires"):
+    1. A member that joins before its first metadata answer for `topic` and is elected leader
+       assigns nothing ("No partition metadata for topic"); with `group.initial.rebalance.delay.ms`
+       at 0 a lone first member's join completes at once, often before that answer.
+    2. When the metadata arrives the leader's assignment snapshot differs from the metadata
+       snapshot, so `need_rejoin()` is true and it rejoins; the rejoin outlasts one
+       `poll(timeout_ms=100)` because the other members learn of it only at their next heartbeat.
+    3. As the leader the member computes the new assignment on its IO thread, which resets the
+       assignment snapshot, so `need_rejoin()` turns false while its SyncGroup is still in flight.
+       A poll in that window leaves `join_group_async` through `while self.need_rejoin()` without
+       awaiting the pending join task (the Java client loops on `rejoinNeededOrPending()`), so
+       the SyncGroup answer (sent by the broker, received by the client) is never applied: the
+       member stays REBALANCING with heartbeats disabled and never consumes.
+    Knowing the partitions before the first poll (so the first join) removes step 1; the metadata
+    listener has then already recorded the snapshot the leader's assignment is compared against.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not consumer.partitions_for_topic(topic):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no metadata for topic {topic} within {timeout_s}s")
+        time.sleep(0.05)
+
+
 def run_kafka_python(bootstrap: str, topic: str, group: str, instance: str | None, session_ms: int,
                      stop: threading.Event) -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
@@ -140,6 +168,7 @@ def run_kafka_python(bootstrap: str, topic: str, group: str, instance: str | Non
             emit(event="lost", partitions=sorted(tp.partition for tp in lost))
 
     consumer.subscribe([topic], listener=Listener())
+    wait_for_topic_metadata(consumer, topic)
     emit(event="started")
     while not stop.is_set():
         batches = consumer.poll(timeout_ms=100, max_records=500)

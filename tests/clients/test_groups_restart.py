@@ -48,7 +48,7 @@ def wait_committed(group, expected: dict[int, int], timeout: float = 30.0) -> No
 
 
 @pytest.mark.parametrize("how", ["stop", "sigkill"])
-def test_committed_offsets_survive_broker_restart(request, broker_factory, members, how):
+def test_committed_offsets_survive_broker_restart(broker_factory, members, how):
     """A group reads and commits everything, the broker goes down (SIGTERM after the members left,
     or SIGKILL under live members), comes back on the same log dir, and a new generation of the
     group reads exactly the records produced since: none of the old ones again (auto.offset.reset
@@ -56,13 +56,6 @@ def test_committed_offsets_survive_broker_restart(request, broker_factory, membe
 
     After the SIGKILL the group loads as Stable with three members that will never heartbeat; the
     new members are assigned once the broker has expired those sessions."""
-    if members.kind == "kafka-python":
-        # Known intermittent bug (about 1 run in 6 here): after the restart one kafka-python member
-        # joins generation 2 but never sees its assignment, its session expires and the other two
-        # take all partitions, so wait_stable times out. Suspected: a parked JoinGroup/SyncGroup
-        # response of the group coordinator that is never sent. Runs every time; not strict so that
-        # the intermittent failure does not hide the rest of the suite. Tracked in the closing note.
-        request.applymarker(pytest.mark.xfail(strict=False, reason="intermittent lost group response after restart"))
     b = broker_factory(BROKER_OVERRIDES).start()
     create_topic(b.bootstrap, TOPIC, partitions=PARTITIONS)
     first = produce_batch(b.bootstrap, TOPIC, PARTITIONS, "before", PER_PARTITION)
