@@ -344,7 +344,7 @@ impl Cleaner {
             Segment::create(
                 pass.dir,
                 base,
-                segment_config(pass.cfg, false),
+                cleaned_segment_config(pass.cfg, group, self.io_buffer),
                 pass.now,
                 CLEANED_SUFFIX,
             )
@@ -551,6 +551,36 @@ pub(super) fn aborted(
             .unwrap_or_default(),
         source: Box::new(source),
     })
+}
+
+/// The settings of the `.cleaned` segment of `group`: the log's, with the
+/// index files sized for the entries the cleaning can write instead of
+/// `segment.index.bytes` (memory-mapped, sparse index files of 10 MiB cost
+/// a zero-filled readahead window on their first write; the files are
+/// trimmed to their entries when the segment is sealed either way).
+///
+/// `Segment::append` adds at most one index entry per call, and the
+/// cleaner appends once per read chunk. A chunk ends at the first batch
+/// that does not fit the read buffer (at least `io_buffer` bytes), which
+/// the next chunk consumes, so two consecutive chunks consume more than
+/// `io_buffer` bytes: a segment of `n` bytes takes at most
+/// `2 n / io_buffer + 2` chunks.
+fn cleaned_segment_config(
+    cfg: &crate::config::LogConfig,
+    group: &[Arc<Segment>],
+    io_buffer: usize,
+) -> crate::segment::SegmentConfig {
+    /// The larger entry (time index: 8-byte timestamp + 4-byte offset).
+    const ENTRY: u64 = 12;
+    const PAGE: u64 = 4096;
+    let mut seg = segment_config(cfg, false);
+    let chunk = io_buffer.max(1) as u64;
+    let appends: u64 = group.iter().map(|s| 2 * s.size() / chunk + 2).sum();
+    let bytes = (appends + 1).saturating_mul(ENTRY).div_ceil(PAGE) * PAGE;
+    seg.max_index_size = seg
+        .max_index_size
+        .min(usize::try_from(bytes).unwrap_or(usize::MAX));
+    seg
 }
 
 /// Remove `<base>.{log,index,timeindex,txnindex}.cleaned` left by an

@@ -21,6 +21,7 @@ use crate::batch::{
 use crate::types::{Offset, ProducerEpoch, ProducerId, Timestamp};
 
 use super::offset_map::{OffsetMap, HASH_SIZE};
+use super::records::{splice_batch, walk_records, WalkedRecord};
 use super::txn::CleanedTxnMetadata;
 
 /// What producer state says about a producer (Kafka `LastRecord`).
@@ -151,6 +152,7 @@ pub fn filter_chunk(
 ) -> Result<ChunkResult, FilterFault> {
     let mut result = ChunkResult::new();
     let mut scratch = Vec::new();
+    let mut fast = FastScratch::default();
     let mut scanner = BatchScanner::new(chunk);
     while let Some(item) = scanner.next() {
         let (pos, prefix) = item.map_err(|source| FilterFault::Batch {
@@ -177,7 +179,8 @@ pub fn filter_chunk(
             position: pos,
             source,
         })?;
-        filter_batch(ctx, &batch, &mut scratch, out, &mut result).map_err(|f| f.at(pos))?;
+        filter_batch(ctx, &batch, &mut scratch, &mut fast, out, &mut result)
+            .map_err(|f| f.at(pos))?;
     }
     Ok(result)
 }
@@ -223,10 +226,33 @@ fn should_retain_record(
     latest && (record.value.is_some() || retain_deletes)
 }
 
-fn filter_batch(
+#[cfg(test)]
+thread_local! {
+    /// Tests compare the fast path with the exact one.
+    pub(super) static EXACT_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[inline(always)]
+fn exact_only() -> bool {
+    #[cfg(test)]
+    return EXACT_ONLY.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    false
+}
+
+/// Reused buffers of the fast path (uncompressed data batches).
+#[derive(Default)]
+struct FastScratch<'c> {
+    walked: Vec<WalkedRecord<'c>>,
+    hashes: Vec<Option<[u8; HASH_SIZE]>>,
+    kept: Vec<WalkedRecord<'c>>,
+}
+
+fn filter_batch<'c>(
     ctx: &mut FilterContext<'_>,
-    batch: &BatchView<'_>,
+    batch: &BatchView<'c>,
     scratch: &mut Vec<u8>,
+    fast: &mut FastScratch<'c>,
     out: &mut Vec<u8>,
     result: &mut ChunkResult,
 ) -> Result<(), Fault> {
@@ -253,6 +279,10 @@ fn filter_batch(
     result.bytes_read += batch.size();
     if retention == BatchRetention::Delete {
         result.messages_read += batch.records_count().max(0) as u64;
+        return Ok(());
+    }
+    if !control && !discard_records && !exact_only() && walk_records(batch, &mut fast.walked) {
+        filter_walked(ctx, batch, retention, fast, out, result);
         return Ok(());
     }
     let mut records: Vec<Record<'_>> = Vec::with_capacity(batch.records_count().max(0) as usize);
@@ -342,6 +372,90 @@ fn filter_batch(
         );
     }
     Ok(())
+}
+
+/// [`filter_batch`] for an uncompressed data batch whose records
+/// [`walk_records`] read: the same decisions, records spliced instead of
+/// rebuilt (see [`super::records`]).
+fn filter_walked<'c>(
+    ctx: &mut FilterContext<'_>,
+    batch: &BatchView<'c>,
+    retention: BatchRetention,
+    fast: &mut FastScratch<'c>,
+    out: &mut Vec<u8>,
+    result: &mut ChunkResult,
+) {
+    let latest = ctx.map.latest_offset();
+    fast.hashes.clear();
+    for r in &fast.walked {
+        let h = r.key.filter(|_| r.offset <= latest).map(|k| {
+            let h = OffsetMap::hash(k);
+            ctx.map.prefetch(&h);
+            h
+        });
+        fast.hashes.push(h);
+    }
+    let retain_deletes = batch.delete_horizon().is_none_or(|h| ctx.now_ms < h.0);
+    fast.kept.clear();
+    let mut tombstones = false;
+    let mut max_offset = Offset(-1);
+    for (r, h) in fast.walked.iter().zip(&fast.hashes) {
+        result.messages_read += 1;
+        let keep = if r.offset > latest {
+            true
+        } else if let Some(h) = h {
+            r.offset >= ctx.map.get_hashed(h) && (!r.null_value || retain_deletes)
+        } else {
+            result.invalid_records += 1;
+            false
+        };
+        if keep {
+            max_offset = max_offset.max(r.offset);
+            tombstones |= r.null_value;
+            fast.kept.push(*r);
+        }
+    }
+    if fast.kept.is_empty() {
+        if retention == BatchRetention::RetainEmpty {
+            out.extend_from_slice(&build_empty_batch_like(batch));
+            result.retained(
+                batch.max_timestamp(),
+                batch.last_offset(),
+                batch.last_offset(),
+                0,
+                crate::batch::RECORD_BATCH_OVERHEAD as u64,
+            );
+        }
+        return;
+    }
+    let need_horizon = tombstones && batch.delete_horizon().is_none();
+    if fast.kept.len() == fast.walked.len() && !need_horizon {
+        out.extend_from_slice(batch.as_bytes());
+        result.retained(
+            batch.max_timestamp(),
+            batch.last_offset(),
+            batch.last_offset(),
+            fast.kept.len() as u64,
+            batch.size() as u64,
+        );
+        return;
+    }
+    let horizon = if need_horizon {
+        Some(Timestamp(
+            ctx.now_ms.saturating_add(ctx.delete_retention_ms),
+        ))
+    } else {
+        batch.delete_horizon()
+    };
+    let start = out.len();
+    let max_ts = splice_batch(batch, &fast.kept, horizon, out);
+    result.retained(
+        max_ts,
+        batch.last_offset(),
+        max_offset,
+        fast.kept.len() as u64,
+        (out.len() - start) as u64,
+    );
 }
 
 /// Kafka `buildRetainedRecordsInto`: the surviving records in a batch like

@@ -34,6 +34,7 @@ mod filter;
 mod offset_map;
 mod policy;
 mod producers;
+mod records;
 mod service;
 mod slots;
 mod snapshot;

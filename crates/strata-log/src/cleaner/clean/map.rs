@@ -8,6 +8,7 @@ use super::{aborted, read_chunk, CleanStats, Cleaner};
 use crate::batch::{BatchScanner, BatchView, MAGIC_V2};
 use crate::cleaner::filter::control_type;
 use crate::cleaner::offset_map::{OffsetMap, HASH_SIZE};
+use crate::cleaner::records::walk_records;
 use crate::cleaner::txn::CleanedTxnMetadata;
 use crate::cleaner::CleanerError;
 use crate::error::LogError;
@@ -85,6 +86,7 @@ impl Cleaner {
                 position: pos + at as u64,
                 source: Box::new(source),
             };
+            let mut walked = Vec::new();
             for item in BatchScanner::new(&self.buf[..n]) {
                 let (at, prefix) = item.map_err(|e| corrupt(consumed, e))?;
                 consumed = at + prefix.total_size();
@@ -107,13 +109,25 @@ impl Cleaner {
                     // order (the map may fill at any record).
                     keyed.clear();
                     let mut n = 0u64;
-                    for r in b.record_iter(&mut scratch).map_err(|e| corrupt(at, e))? {
-                        let r = r.map_err(|e| corrupt(at, e))?;
-                        n += 1;
-                        if let (Some(key), true) = (r.key, r.offset >= start) {
-                            let h = OffsetMap::hash(key);
-                            self.map.prefetch(&h);
-                            keyed.push((h, r.offset, n));
+                    if walk_records(&b, &mut walked) {
+                        for r in &walked {
+                            n += 1;
+                            if let (Some(key), true) = (r.key, r.offset >= start) {
+                                let h = OffsetMap::hash(key);
+                                self.map.prefetch(&h);
+                                keyed.push((h, r.offset, n));
+                            }
+                        }
+                    } else {
+                        // Compressed, or something the exact parser must judge.
+                        for r in b.record_iter(&mut scratch).map_err(|e| corrupt(at, e))? {
+                            let r = r.map_err(|e| corrupt(at, e))?;
+                            n += 1;
+                            if let (Some(key), true) = (r.key, r.offset >= start) {
+                                let h = OffsetMap::hash(key);
+                                self.map.prefetch(&h);
+                                keyed.push((h, r.offset, n));
+                            }
                         }
                     }
                     for (h, offset, read) in &keyed {
