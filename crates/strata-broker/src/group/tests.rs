@@ -522,3 +522,54 @@ fn member_removed_while_parked_on_sync_gets_an_answer() {
         "Kafka would leave it unanswered; Strata answers so the connection is not blocked"
     );
 }
+
+/// The broker side of the kafka-python run behind the old xfail of
+/// `test_groups_restart.py`: a lone leader's sync runs into a rebalance, it
+/// leads a two-member generation, rejoins the Stable group (its metadata
+/// changed), a third member arrives and the follower rejoins after a
+/// heartbeat. Every parked JoinGroup and SyncGroup gets exactly one answer
+/// (the harness rejects a second), the leader's own assignment included; the
+/// member that stalled in that run did so inside the client (see
+/// `tests/clients/group_member.py`).
+#[test]
+fn leader_rejoining_for_new_metadata_gets_every_answer() {
+    let mut h = Harness::new(0);
+    let (l, tl) = h.join_new(G);
+    assert_eq!(h.take_join(tl).unwrap().generation_id, 1);
+    let (b, tb) = h.join_new(G);
+    let sl = h.sync(G, &l, 1, &[(&l, b"")]);
+    assert_eq!(h.take_sync(sl).unwrap().error, Some(E::RebalanceInProgress));
+    let tl = h.join(G, &l);
+    let (rl, rb) = (h.take_join(tl).unwrap(), h.take_join(tb).unwrap());
+    assert_eq!(
+        (rl.generation_id, rb.generation_id, rl.leader_id.as_str()),
+        (2, 2, l.as_str())
+    );
+    let sl = h.sync(G, &l, 2, &[(&l, b""), (&b, b"")]);
+    let sb = h.sync(G, &b, 2, &[]);
+    assert_eq!(h.take_sync(sl).unwrap().error, None);
+    assert_eq!(h.take_sync(sb).unwrap().error, None);
+
+    let tl = h.join(G, &l);
+    assert_eq!(h.state(G), "PreparingRebalance");
+    let (c, tc) = h.join_new(G);
+    h.advance(500);
+    assert_eq!(h.heartbeat(G, &b, 2), Some(E::RebalanceInProgress));
+    let tb = h.join(G, &b);
+    let rl = h.take_join(tl).expect("the leader's JoinGroup is answered");
+    assert_eq!((rl.generation_id, rl.members.len()), (3, 3));
+    assert_eq!(h.take_join(tb).unwrap().generation_id, 3);
+    assert_eq!(h.take_join(tc).unwrap().generation_id, 3);
+    let sc = h.sync(G, &c, 3, &[]);
+    let sl = h.sync(G, &l, 3, &[(&l, b"L"), (&b, b"B"), (&c, b"C")]);
+    let sb = h.sync(G, &b, 3, &[]);
+    for (t, want) in [(sl, b"L"), (sb, b"B"), (sc, b"C")] {
+        let s = h.take_sync(t).expect("every SyncGroup is answered");
+        assert_eq!((s.error, s.assignment.as_ref()), (None, &want[..]));
+    }
+    assert_eq!(h.state(G), "Stable");
+    h.advance(i64::from(SESSION) - 1);
+    for m in [&l, &b, &c] {
+        assert_eq!(h.heartbeat(G, m, 3), None);
+    }
+}
