@@ -302,6 +302,12 @@ impl<'a> RecordIter<'a> {
         }
     }
 
+    /// The (decompressed) records section and the declared record count,
+    /// for the leader's fast pass ([`super::record_scan`]).
+    pub(crate) fn section(&self) -> (&'a [u8], usize) {
+        (self.data, self.count)
+    }
+
     /// Records not yet yielded.
     pub fn remaining_records(&self) -> usize {
         if self.failed {

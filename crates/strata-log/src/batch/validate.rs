@@ -12,6 +12,8 @@
 use super::compression::DEFAULT_MAX_DECOMPRESSED;
 use super::control::{ControlRecordType, EndTransactionMarker};
 use super::error::BatchError;
+use super::record::RecordIter;
+use super::record_scan::{scan_client_records, ScanRules, ScanSummary};
 use super::{
     BatchPrefix, BatchView, BatchViewMut, Compression, TimestampType, RECORD_BATCH_OVERHEAD,
 };
@@ -281,14 +283,70 @@ fn validate_one(
         cfg.now.0.saturating_add(cfg.timestamp_after_max_ms),
     );
     let batch_log_append = view.timestamp_type() == TimestampType::LogAppendTime;
+    let records = view.record_iter_with_limit(scratch, max_decompressed)?;
+    let (mut max_timestamp, mut delta_of_max) =
+        match fast_scan(&view, &records, cfg, min_ts, max_ts, batch_log_append) {
+            Some(s) => (Timestamp(s.max_timestamp), s.offset_delta_of_max),
+            None => exact_scan(records, cfg, min_ts, max_ts, batch_log_append)?,
+        };
+    if cfg.timestamp_type == TimestampType::LogAppendTime {
+        max_timestamp = cfg.now;
+        delta_of_max = 0;
+    }
+    Ok(ValidatedBatch {
+        position: 0,
+        size: view.size(),
+        records_count: count,
+        last_offset_delta,
+        max_timestamp,
+        offset_delta_of_max_timestamp: delta_of_max,
+        producer_id: view.producer_id(),
+        producer_epoch: view.producer_epoch(),
+        base_sequence: view.base_sequence(),
+        is_transactional: view.is_transactional(),
+        compression: view.compression().expect("codec checked by validate_batch"),
+    })
+}
+
+/// The fast pass over the records ([`scan_client_records`]); `None` when it
+/// does not apply (a client LogAppendTime batch, whose records all report
+/// the batch MaxTimestamp) or finds any fault.
+fn fast_scan(
+    view: &BatchView<'_>,
+    records: &RecordIter<'_>,
+    cfg: &AppendValidation,
+    min_ts: i64,
+    max_ts: i64,
+    batch_log_append: bool,
+) -> Option<ScanSummary> {
+    if batch_log_append {
+        return None;
+    }
+    let (data, count) = records.section();
+    let rules = ScanRules {
+        base_timestamp: view.base_timestamp().0,
+        check_timestamps: cfg.timestamp_type == TimestampType::CreateTime,
+        min_ts,
+        max_ts,
+        require_key: cfg.compacted,
+    };
+    scan_client_records(data, count, &rules)
+}
+
+/// Decode every record and report the first fault with Kafka's precedence;
+/// on success the max timestamp and the offset delta of its first record.
+pub(super) fn exact_scan(
+    records: RecordIter<'_>,
+    cfg: &AppendValidation,
+    min_ts: i64,
+    max_ts: i64,
+    batch_log_append: bool,
+) -> Result<(Timestamp, i32), BatchError> {
     let mut first_missing_key = None;
     let mut first_bad_timestamp = None;
     let mut max_timestamp = Timestamp::NONE;
     let mut delta_of_max = -1i32;
-    for (index, record) in view
-        .record_iter_with_limit(scratch, max_decompressed)?
-        .enumerate()
-    {
+    for (index, record) in records.enumerate() {
         let record = record?;
         if record.offset_delta as i64 != index as i64 {
             return Err(BatchError::NonSequentialOffsetDelta {
@@ -327,23 +385,7 @@ fn validate_one(
     if let Some(record_index) = first_missing_key {
         return Err(BatchError::MissingKey { record_index });
     }
-    if cfg.timestamp_type == TimestampType::LogAppendTime {
-        max_timestamp = cfg.now;
-        delta_of_max = 0;
-    }
-    Ok(ValidatedBatch {
-        position: 0,
-        size: view.size(),
-        records_count: count,
-        last_offset_delta,
-        max_timestamp,
-        offset_delta_of_max_timestamp: delta_of_max,
-        producer_id: view.producer_id(),
-        producer_epoch: view.producer_epoch(),
-        base_sequence: view.base_sequence(),
-        is_transactional: view.is_transactional(),
-        compression: view.compression().expect("codec checked by validate_batch"),
-    })
+    Ok((max_timestamp, delta_of_max))
 }
 
 /// The leader's in-place stamping after [`validate_client_records`]: each
