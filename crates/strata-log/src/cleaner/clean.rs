@@ -18,7 +18,6 @@ use super::checkpoint::CleanerCheckpoints;
 use super::filter::{filter_chunk, FilterContext, FilterFault, LastRecord};
 use super::offset_map::OffsetMap;
 use super::policy::{cleanable, group_segments_by_size, CompactionSettings, SegmentFacts};
-use super::producers::active_producers_and_records;
 use super::snapshot::{cleaner_snapshot, mtime_ms};
 use super::throttle::Throttler;
 use super::txn::{collect_aborted, CleanedTxnMetadata};
@@ -265,10 +264,11 @@ impl Cleaner {
             Some(s) => mtime_ms(s).map_err(lerr)? - cfg.delete_retention_ms,
             None => 0,
         };
-        // The producers' last batches, and how many records the dirty
-        // section holds (bounding the map slots this pass needs).
-        let (producers, dirty_records) =
-            active_producers_and_records(&segs, first_dirty, upper).map_err(lerr)?;
+        // The producers' last batches, from the log's producer state (Kafka
+        // `lastRecordsOfActiveProducers`), and a bound on the records of the
+        // dirty section (each has its own offset) for the map slots.
+        let producers = log.last_records_of_active_producers().map_err(lerr)?;
+        let dirty_records = u64::try_from(upper.0 - first_dirty.0).unwrap_or(0);
         self.build_offset_map(
             &tp,
             &segs,

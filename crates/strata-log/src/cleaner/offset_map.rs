@@ -84,6 +84,10 @@ fn fast_mod(a: u32, magic: u64, d: u32) -> u32 {
     ((u128::from(low) * u128::from(d)) >> 64) as u32
 }
 
+/// A used prefix up to this size is zeroed in place between passes (its
+/// pages stay resident for the next one); a larger one is released.
+const KEEP_RESIDENT_BYTES: usize = 32 << 20;
+
 impl OffsetMap {
     /// A map using `memory` bytes (`memory / 24` slots, at least one).
     pub fn new(memory: usize) -> OffsetMap {
@@ -281,7 +285,11 @@ impl OffsetMap {
     /// can meet at most `max_keys` keys then fills exactly as the full map
     /// would, while touching less memory. Returns the slots in use.
     pub fn clear_for(&mut self, max_keys: usize, load_factor: f64) -> usize {
-        self.bytes.zero_prefix(self.slots * BYTES_PER_ENTRY);
+        // Only an insert writes a slot, and every insert counts an entry.
+        if self.entries > 0 {
+            self.bytes
+                .zero_prefix_resident_up_to(self.slots * BYTES_PER_ENTRY, KEEP_RESIDENT_BYTES);
+        }
         let needed = (max_keys as f64 / load_factor.max(f64::MIN_POSITIVE)).ceil() + 2.0;
         self.slots = if needed >= self.allocated_slots as f64 {
             self.allocated_slots

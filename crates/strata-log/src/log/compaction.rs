@@ -19,13 +19,15 @@
 //! old segments they cover. An I/O error from step 2 on takes the directory
 //! offline (the in-memory list may no longer match the files).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::Log;
-use crate::cleaner::{CleanerHooks, FileOp};
+use crate::cleaner::{CleanerHooks, FileOp, LastRecord};
 use crate::error::LogError;
 use crate::format::{self, CLEANED_SUFFIX, SWAP_SUFFIX};
 use crate::segment::Segment;
+use crate::types::ProducerId;
 
 fn hook(hooks: &dyn CleanerHooks, op: FileOp, log: &Log) -> Result<(), LogError> {
     hooks
@@ -34,6 +36,30 @@ fn hook(hooks: &dyn CleanerHooks, op: FileOp, log: &Log) -> Result<(), LogError>
 }
 
 impl Log {
+    /// Kafka `lastRecordsOfActiveProducers`: every producer the log's
+    /// producer state holds, with the last offset of its last data batch
+    /// (none when its entry has only markers) and its epoch. The cleaner
+    /// keeps each such batch at least as an empty header.
+    ///
+    /// # Errors
+    /// [`LogError::Closed`] / [`LogError::DirOffline`].
+    pub(crate) fn last_records_of_active_producers(
+        &self,
+    ) -> Result<HashMap<ProducerId, LastRecord>, LogError> {
+        let g = self.lock_append()?;
+        Ok(g.producers
+            .active_producers()
+            .map(|(id, e)| {
+                let last = e.last_data_offset();
+                let record = LastRecord {
+                    last_data_offset: (last.0 >= 0).then_some(last),
+                    producer_epoch: e.producer_epoch(),
+                };
+                (id, record)
+            })
+            .collect())
+    }
+
     /// After a truncation below the active segment (Kafka
     /// `maybeTruncateCheckpoint`): the cleaner's first dirty offset may not
     /// stay above the new active segment's base, or re-appended data there
