@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 HERE = Path(__file__).resolve().parent
 CLIENTS = ["confluent", "java", "kafka-python"]
@@ -312,3 +313,10 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
         return {tp.partition: tp.offset for tp in tps}
     finally:
         consumer.close()
+
+
+def described_member_hosts(bootstrap: str, group: str) -> list[str]:
+    """The client host of each member as DescribeGroups reports it (sorted)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    description = admin.describe_consumer_groups([group], request_timeout=30)[group].result(timeout=30)
+    return sorted(m.host for m in description.members)

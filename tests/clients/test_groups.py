@@ -18,7 +18,7 @@ import time
 import pytest
 
 from group_harness import (CLIENTS, SESSION_MS, BackgroundProducer, MemberFactory, check_exactly_once,
-                           produce_batch, wait_consumed, wait_stable)
+                           described_member_hosts, produce_batch, wait_consumed, wait_stable)
 from records import create_topic
 
 PARTITIONS = 6
@@ -53,9 +53,11 @@ def consumed_after(member, since: float) -> int:
 
 
 def test_three_members_get_each_partition_once(group_broker, members):
-    """Three members of one group split six partitions two each; each reads exactly its own."""
+    """Three members of one group split six partitions two each; each reads exactly its own.
+    DescribeGroups names each member's host as Kafka does (the peer address, `/127.0.0.1`)."""
     group = start_group(members, group_broker.bootstrap, ["a", "b", "c"])
     held = wait_stable(group, PARTITIONS, sizes=[2, 2, 2])
+    assert described_member_hosts(group_broker.bootstrap, GROUP) == ["/127.0.0.1"] * 3
     expected = produce_batch(group_broker.bootstrap, TOPIC, PARTITIONS, "split", per_partition=20)
     wait_consumed(group, expected)
     for m in group:

@@ -106,7 +106,7 @@ pub(crate) async fn run(
             }
         };
         Stats::add(&broker.stats.requests, 1);
-        match dispatch::dispatch(&broker, frame).await {
+        match dispatch::dispatch(&broker, frame, peer).await {
             Ok(Some(response)) => {
                 // A client that stops reading must not hold up shutdown.
                 let sent = tokio::select! {

@@ -50,6 +50,7 @@ pub(crate) enum DispatchError {
 pub(crate) async fn dispatch(
     broker: &Arc<Broker>,
     frame: Bytes,
+    peer: Option<std::net::SocketAddr>,
 ) -> Result<Option<Response>, DispatchError> {
     if frame.len() < 8 {
         return Err(DispatchError::Truncated { len: frame.len() });
@@ -81,6 +82,7 @@ pub(crate) async fn dispatch(
         header,
         api,
         version,
+        peer,
     };
     apis::handle(ctx, buf).await
 }

@@ -3,9 +3,11 @@
 //!
 //! v0 has no rebalance timeout (Kafka uses the session timeout); v4+ new
 //! members get MEMBER_ID_REQUIRED first; v5+ carry `group_instance_id`;
-//! v7+ answer with the protocol type; v9 `skip_assignment`. The client
-//! host is not known to handlers (the request context carries no peer
-//! address), so it is reported as `/unknown`.
+//! v7+ answer with the protocol type; v9 `skip_assignment`. The member's
+//! client host is the connection's peer address written as Java's
+//! `InetAddress.toString()` writes it (`/127.0.0.1`), as Kafka records it.
+
+use std::net::{IpAddr, SocketAddr};
 
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
@@ -15,8 +17,28 @@ use super::RequestContext;
 use crate::group::api::JoinRequest;
 use crate::group::member::Protocol;
 
-/// Client host shown by DescribeGroups until the context knows the peer.
+/// Client host recorded when the connection's peer address is unknown.
 pub(crate) const UNKNOWN_CLIENT_HOST: &str = "/unknown";
+
+/// The member host Kafka records: `InetAddress.toString()` of the client
+/// address, an empty host name, `/`, then the literal address; Java writes
+/// IPv6 as eight uncompressed lower-case hex groups and an IPv4-mapped IPv6
+/// address as IPv4.
+pub(crate) fn client_host(peer: Option<SocketAddr>) -> String {
+    let Some(peer) = peer else {
+        return UNKNOWN_CLIENT_HOST.to_string();
+    };
+    match peer.ip() {
+        IpAddr::V4(v4) => format!("/{v4}"),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => format!("/{v4}"),
+            None => {
+                let groups: Vec<String> = v6.segments().iter().map(|g| format!("{g:x}")).collect();
+                format!("/{}", groups.join(":"))
+            }
+        },
+    }
+}
 
 pub(crate) async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinGroupResponse {
     let client_id = ctx
@@ -32,7 +54,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinG
         require_known_member_id: ctx.version >= 4,
         supports_skip_assignment: ctx.version >= 9,
         client_id,
-        client_host: UNKNOWN_CLIENT_HOST.to_string(),
+        client_host: client_host(ctx.peer),
         rebalance_timeout_ms: if ctx.version == 0 {
             req.session_timeout_ms
         } else {
@@ -77,4 +99,19 @@ pub(crate) async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinG
         })
         .collect();
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_host_is_written_as_java_writes_an_inet_address() {
+        let host = |s: &str| client_host(Some(s.parse().unwrap()));
+        assert_eq!(host("127.0.0.1:40312"), "/127.0.0.1");
+        assert_eq!(host("[::1]:9092"), "/0:0:0:0:0:0:0:1");
+        assert_eq!(host("[fe80::1:abcd]:9092"), "/fe80:0:0:0:0:0:1:abcd");
+        assert_eq!(host("[::ffff:10.1.2.3]:9092"), "/10.1.2.3");
+        assert_eq!(client_host(None), UNKNOWN_CLIENT_HOST);
+    }
 }

@@ -93,6 +93,8 @@ pub(crate) struct RequestContext {
     pub api: ApiKey,
     /// The request's API version (the response uses the same).
     pub version: i16,
+    /// The client's address (JoinGroup records it as the member's host).
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// Decode the body for `ctx.api`, run its handler, encode the response.
