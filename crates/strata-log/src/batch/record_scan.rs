@@ -49,51 +49,76 @@ fn unzigzag32(raw: u32) -> i32 {
     ((raw >> 1) as i32) ^ -((raw & 1) as i32)
 }
 
-/// A zig-zag varint: one- and two-byte encodings inline, longer ones via
-/// [`read_varint`] (same result, including Java's handling of surplus bits).
+/// Encodings longer than the inline cases, via the general readers (same
+/// results, including Java's handling of surplus high bits). Positions go
+/// by value so the hot loop keeps them in registers.
+#[cold]
+#[inline(never)]
+fn varint_long(buf: &[u8], mut at: usize) -> Option<(i32, usize)> {
+    let v = read_varint(buf, &mut at).ok()?;
+    Some((v, at))
+}
+
+#[cold]
+#[inline(never)]
+fn varlong_long(buf: &[u8], mut at: usize) -> Option<(i64, usize)> {
+    let v = read_varlong(buf, &mut at).ok()?;
+    Some((v, at))
+}
+
+/// A zig-zag varint of `buf` at `at` and the position after it; one- and
+/// two-byte encodings inline.
 #[inline(always)]
-fn varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
-    let at = *pos;
+fn varint(buf: &[u8], at: usize) -> Option<(i32, usize)> {
     let b0 = *buf.get(at)?;
     if b0 < 0x80 {
-        *pos = at + 1;
-        return Some(unzigzag32(b0 as u32));
+        return Some((unzigzag32(b0 as u32), at + 1));
     }
     match buf.get(at + 1) {
-        Some(&b1) if b1 < 0x80 => {
-            *pos = at + 2;
-            Some(unzigzag32((b0 & 0x7f) as u32 | (b1 as u32) << 7))
-        }
-        _ => read_varint(buf, pos).ok(),
+        Some(&b1) if b1 < 0x80 => Some((unzigzag32((b0 & 0x7f) as u32 | (b1 as u32) << 7), at + 2)),
+        _ => varint_long(buf, at),
     }
 }
 
-/// A zig-zag varlong: one-byte encodings inline, longer ones via [`read_varlong`].
+/// A zig-zag varlong of `buf` at `at` and the position after it; one-byte
+/// encodings inline.
 #[inline(always)]
-fn varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
-    let at = *pos;
-    let b0 = *buf.get(at)?;
-    if b0 < 0x80 {
-        *pos = at + 1;
-        return Some(((b0 >> 1) as i64) ^ -((b0 & 1) as i64));
+fn varlong(buf: &[u8], at: usize) -> Option<(i64, usize)> {
+    match buf.get(at) {
+        Some(&b0) if b0 < 0x80 => Some((((b0 >> 1) as i64) ^ -((b0 & 1) as i64), at + 1)),
+        _ => varlong_long(buf, at),
     }
-    read_varlong(buf, pos).ok()
 }
 
-/// Skip a length-prefixed field of `body` at `*pos`; a negative length is a
-/// null field, allowed only when `nullable`. `None` when it overruns.
+/// Skip a length-prefixed field of `body` at `at`; a negative length is a
+/// null field, allowed only when `nullable`. Returns whether the field is
+/// present and the position after it; `None` when it overruns.
 #[inline(always)]
-fn skip_field(body: &[u8], pos: &mut usize, nullable: bool) -> Option<bool> {
-    let len = varint(body, pos)?;
+fn skip_field(body: &[u8], at: usize, nullable: bool) -> Option<(bool, usize)> {
+    let (len, at) = varint(body, at)?;
     if len < 0 {
-        return nullable.then_some(false);
+        return nullable.then_some((false, at));
     }
-    let end = pos.checked_add(len as usize)?;
+    // `len` < 2^31 and `at` <= body.len(), so this cannot overflow.
+    let end = at + len as usize;
     if end > body.len() {
         return None;
     }
-    *pos = end;
-    Some(true)
+    Some((true, end))
+}
+
+/// The headers of one record, from `p` to the end of `body`.
+#[cold]
+#[inline(never)]
+fn skip_headers(body: &[u8], mut p: usize, count: i32) -> Option<usize> {
+    if count < 0 || count as usize > body.len() - p {
+        return None;
+    }
+    for _ in 0..count {
+        (_, p) = skip_field(body, p, false)?;
+        (_, p) = skip_field(body, p, true)?;
+    }
+    Some(p)
 }
 
 /// Check the `count` (at least one: the caller rejects a batch declaring
@@ -104,44 +129,46 @@ pub(crate) fn scan_client_records(
     count: usize,
     rules: &ScanRules,
 ) -> Option<ScanSummary> {
+    // A timestamp other than -1 passes when `ts - min_ts` (wrapping, as
+    // unsigned) is at most `span`: one compare for `min_ts <= ts <= max_ts`.
+    let (min_ts, span) = match rules.check_timestamps {
+        false => (i64::MIN, u64::MAX),
+        true if rules.min_ts <= rules.max_ts => {
+            (rules.min_ts, rules.max_ts.wrapping_sub(rules.min_ts) as u64)
+        }
+        // An empty window rejects every timestamp: the exact path reports it.
+        true => return None,
+    };
     let mut pos = 0usize;
     let mut max_timestamp = -1i64;
     let mut offset_delta_of_max = -1i32;
     for index in 0..count {
-        let length = varint(data, &mut pos)?;
+        let (length, at) = varint(data, pos)?;
         if length < 0 {
             return None;
         }
-        let end = pos.checked_add(length as usize)?;
-        let body = data.get(pos..end)?;
+        let end = at + length as usize;
+        let body = data.get(at..end)?;
         // Attributes (unused) are the first byte of a non-empty body.
-        if body.is_empty() {
+        let (timestamp_delta, p) = varlong(body, 1)?;
+        let (offset_delta, p) = varint(body, p)?;
+        if offset_delta as u32 as usize != index {
             return None;
         }
-        let mut p = 1usize;
-        let timestamp_delta = varlong(body, &mut p)?;
-        let offset_delta = varint(body, &mut p)?;
-        if offset_delta as i64 != index as i64 {
-            return None;
-        }
-        let has_key = skip_field(body, &mut p, true)?;
+        let (has_key, p) = skip_field(body, p, true)?;
         if rules.require_key && !has_key {
             return None;
         }
-        skip_field(body, &mut p, true)?;
-        let headers = varint(body, &mut p)?;
-        if headers < 0 || headers as usize > body.len() - p {
-            return None;
-        }
-        for _ in 0..headers {
-            skip_field(body, &mut p, false)?;
-            skip_field(body, &mut p, true)?;
+        let (_, p) = skip_field(body, p, true)?;
+        let (headers, mut p) = varint(body, p)?;
+        if headers != 0 {
+            p = skip_headers(body, p, headers)?;
         }
         if p != body.len() {
             return None;
         }
         let ts = rules.base_timestamp.wrapping_add(timestamp_delta);
-        if rules.check_timestamps && ts != -1 && (ts < rules.min_ts || ts > rules.max_ts) {
+        if ts != -1 && ts.wrapping_sub(min_ts) as u64 > span {
             return None;
         }
         if ts > max_timestamp {
