@@ -168,7 +168,13 @@ def test_offload_then_consume_everything_from_remote_and_after_restart(tiered_br
 
     tiered_broker.stop()
     tiered_broker.start()
+    # The log-start-offset checkpoint keeps the partition's start (0), not the local one.
+    assert earliest(tiered_broker.bootstrap, topic, 0) == 0
+    assert int(local_logs(tiered_broker, topic, 0)[0].split(".")[0]) >= first_local
     assert_records(consume_confluent(tiered_broker.bootstrap, topic, 600), records)
+    tiered_broker.stop()
+    checkpoint = (tiered_broker.log_dir / "log-start-offset-checkpoint").read_text().split("\n")
+    assert f"{topic} 0 0" in checkpoint, checkpoint
 
 
 def test_java_consumer_reads_the_remote_tier(tiered_broker, java):

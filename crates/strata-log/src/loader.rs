@@ -82,7 +82,11 @@ pub(crate) struct Loaded {
     pub segments: Vec<Arc<Segment>>,
     pub epochs: LeaderEpochCache,
     pub log_end_offset: Offset,
+    /// The checkpointed log start, at most the local start: the earliest
+    /// offset across tiers if the log is tiered (see `Log::log_start_offset`).
     pub log_start_offset: Offset,
+    /// The first offset on local disk (see `Log::local_log_start_offset`).
+    pub local_log_start_offset: Offset,
     pub recovery_point: Offset,
     pub stats: RecoveryStats,
 }
@@ -307,7 +311,13 @@ pub(crate) fn load(
 
     // Step 8: offsets and the epoch cache.
     epochs.truncate_from_end(log_end);
-    let log_start = params.log_start_offset.max(segments[0].base_offset());
+    let local_log_start = params.log_start_offset.max(segments[0].base_offset());
+    // Kafka `LogLoader`: a tiered log keeps the checkpointed start, which
+    // may lie below its local segments (the rest is in remote storage); any
+    // other log starts at its first segment at the earliest. Logs are often
+    // opened with a default config and given their topic's later, so the
+    // checkpointed value is kept and `Log::log_start_offset` applies the rule.
+    let log_start = params.log_start_offset.min(local_log_start);
     epochs.truncate_from_start(log_start);
     if epochs.is_dirty() {
         epochs.flush().map_err(|e| LogError::Checkpoint {
@@ -320,6 +330,7 @@ pub(crate) fn load(
         epochs,
         log_end_offset: log_end,
         log_start_offset: log_start,
+        local_log_start_offset: local_log_start,
         recovery_point,
         stats,
     })

@@ -547,7 +547,12 @@ impl LogManager {
             if start {
                 let map = mine
                     .iter()
-                    .map(|l| (l.topic_partition().clone(), l.log_start_offset()))
+                    .map(|l| {
+                        (
+                            l.topic_partition().clone(),
+                            l.log_start_offset_for_checkpoint(),
+                        )
+                    })
                     .collect();
                 files.push((LOG_START_OFFSET_CHECKPOINT, map));
             }

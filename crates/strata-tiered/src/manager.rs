@@ -46,12 +46,20 @@ pub struct TieredPartition {
     /// Kafka `highestOffsetInRemoteStorage` (inclusive), −1 when nothing is
     /// copied. Only rises; gates local deletion.
     pub(crate) highest_remote: AtomicI64,
-    /// Earliest offset still readable anywhere (Kafka `logStartOffset` of a
-    /// tiered log); raised by remote expiration.
+    /// Earliest offset still readable anywhere as remote expiration last
+    /// published it; the log's own `log_start_offset` (checkpointed, raised
+    /// by DeleteRecords too) is the other half of [`Self::log_start_offset`].
     pub(crate) log_start: AtomicI64,
     pub(crate) copying: Mutex<BTreeSet<Uuid>>,
     pub(crate) copy_run: Mutex<()>,
     pub(crate) expire_run: Mutex<()>,
+}
+
+impl TieredPartition {
+    /// The partition's log start across tiers (Kafka `logStartOffset`).
+    pub fn log_start_offset(&self) -> Offset {
+        Offset(self.log_start.load(Ordering::Acquire)).max(self.log.log_start_offset())
+    }
 }
 
 /// Failure to start the remote tier.
@@ -226,16 +234,26 @@ impl RemoteLogManager {
             .map(|md| md.end_offset.0)
             .max()
             .unwrap_or(NONE);
-        let start = finished
-            .iter()
-            .map(|md| md.start_offset)
-            .min()
-            .unwrap_or(log.log_start_offset())
-            .min(log.log_start_offset());
         let mut partitions = self.partitions.write().unwrap_or_else(|p| p.into_inner());
         if partitions.contains_key(&tp) {
             return;
         }
+        // The log keeps the partition's start across tiers (checkpointed).
+        // Without a checkpoint entry it may claim offsets that neither tier
+        // holds: raise it to the earliest data that exists.
+        let earliest = finished
+            .iter()
+            .map(|md| md.start_offset)
+            .min()
+            .map_or(log.local_log_start_offset(), |o| {
+                o.min(log.local_log_start_offset())
+            });
+        if earliest > log.log_start_offset() && earliest <= log.high_watermark() {
+            if let Err(error) = log.maybe_increment_log_start_offset(earliest) {
+                tracing::warn!(%tp, %error, "could not raise the log start to the earliest remote segment");
+            }
+        }
+        let start = log.log_start_offset();
         let part = Arc::new(TieredPartition {
             tip,
             log: Arc::clone(&log),
@@ -336,8 +354,7 @@ impl RemoteLogManager {
     /// The earliest offset readable from either tier (ListOffsets EARLIEST
     /// and the log start reported in fetch responses); `None` when not tiered.
     pub fn log_start_offset(&self, tp: &TopicPartition) -> Option<Offset> {
-        let p = self.partition(tp)?;
-        Some(Offset(p.log_start.load(Ordering::Acquire)).min(p.log.log_start_offset()))
+        Some(self.partition(tp)?.log_start_offset())
     }
 
     /// The local-retention gate: a local segment whose offsets end before

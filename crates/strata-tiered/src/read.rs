@@ -9,7 +9,6 @@
 //! `min_one_message`). A segment with nothing at or after the offset hands
 //! over to the next one.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -131,7 +130,7 @@ impl RemoteLogManager {
         min_one_message: bool,
     ) -> Result<RemoteRead, TieredError> {
         let p = self.tiered(tp)?;
-        if offset.0 < p.log_start.load(Ordering::Acquire) {
+        if offset < p.log_start_offset() {
             return Err(TieredError::OffsetOutOfRange {
                 tp: tp.clone(),
                 offset,
@@ -287,7 +286,7 @@ impl RemoteLogManager {
         ts: Timestamp,
     ) -> Result<Option<TimestampAndOffset>, TieredError> {
         let p = self.tiered(tp)?;
-        let start = Offset(p.log_start.load(Ordering::Acquire));
+        let start = p.log_start_offset();
         let mut segments: Vec<_> = self
             .rlmm
             .list_remote_log_segments(&p.tip)

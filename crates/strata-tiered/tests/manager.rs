@@ -209,7 +209,10 @@ fn copy_read_list_offsets_and_restart() {
         1,
         "{before_local} segments, all but the active one copied"
     );
-    assert_eq!(f.log.log_start_offset(), Offset(last_sealed_end + 1));
+    // Only the local start moved (Kafka `localLogStartOffset`); the
+    // partition's start still covers the remote tier.
+    assert_eq!(f.log.local_log_start_offset(), Offset(last_sealed_end + 1));
+    assert_eq!(f.log.log_start_offset(), Offset(0));
     assert_eq!(
         rlm.log_start_offset(&f.tp),
         Some(Offset(0)),

@@ -155,7 +155,17 @@ pub struct Log {
     segments: RwLock<Arc<Vec<Arc<Segment>>>>,
     epochs: Mutex<LeaderEpochCache>,
     log_end_offset: AtomicI64,
+    /// Earliest offset of the partition across tiers (Kafka
+    /// `logStartOffset`; the log-start-offset checkpoint keeps it). May be
+    /// stale-low for an untiered log (a crash before the checkpoint), so
+    /// read it through [`Log::log_start_offset`].
     log_start_offset: AtomicI64,
+    /// First offset on local disk (Kafka `localLogStartOffset`): equal to
+    /// `log_start_offset` unless the log is tiered and local retention
+    /// dropped segments already in remote storage. Never below it.
+    local_log_start_offset: AtomicI64,
+    /// `remote.storage.enable` of the current config.
+    tiered: AtomicBool,
     high_watermark: AtomicI64,
     recovery_point: AtomicI64,
     /// Everything below this offset has its `.log` bytes fsynced.
@@ -238,6 +248,7 @@ impl Log {
         .tp;
         let loaded = crate::loader::load(dir, &config, &params, clock.as_ref())?;
         let leo = loaded.log_end_offset;
+        let tiered = config.remote_storage_enable;
         let producers = producers::load(
             dir,
             &tp,
@@ -262,7 +273,9 @@ impl Log {
             epochs: Mutex::new(loaded.epochs),
             log_end_offset: AtomicI64::new(leo.0),
             log_start_offset: AtomicI64::new(loaded.log_start_offset.0),
-            high_watermark: AtomicI64::new(loaded.log_start_offset.0),
+            local_log_start_offset: AtomicI64::new(loaded.local_log_start_offset.0),
+            tiered: AtomicBool::new(tiered),
+            high_watermark: AtomicI64::new(loaded.local_log_start_offset.0),
             recovery_point: AtomicI64::new(loaded.recovery_point.0),
             durable_offset: AtomicI64::new(loaded.recovery_point.0),
             durable_syncs: std::sync::atomic::AtomicU64::new(0),
@@ -295,6 +308,8 @@ impl Log {
 
     /// Replace the config; new segments and the next roll check use it.
     pub fn update_config(&self, config: LogConfig) {
+        self.tiered
+            .store(config.remote_storage_enable, Ordering::Release);
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
     }
 
@@ -320,8 +335,32 @@ impl Log {
         &self.health
     }
 
+    /// The earliest offset of the partition in any tier (Kafka
+    /// `logStartOffset`): ListOffsets EARLIEST, the log start in fetch and
+    /// produce responses, OFFSET_OUT_OF_RANGE below it. For a tiered log it
+    /// may lie below [`Self::local_log_start_offset`].
     pub fn log_start_offset(&self) -> Offset {
+        let start = self.log_start_offset.load(Ordering::Acquire);
+        if self.tiered.load(Ordering::Acquire) {
+            Offset(start)
+        } else {
+            Offset(start.max(self.local_log_start_offset.load(Ordering::Acquire)))
+        }
+    }
+
+    /// The value for the log-start-offset checkpoint: the partition's start
+    /// as last set, whatever the current config says (a tool that opens the
+    /// log with a default config must not lose a tiered log's start).
+    pub fn log_start_offset_for_checkpoint(&self) -> Offset {
         Offset(self.log_start_offset.load(Ordering::Acquire))
+    }
+
+    /// The first offset readable from local disk (Kafka
+    /// `localLogStartOffset`); a read below it fails with
+    /// [`LogError::OffsetOutOfRange`] carrying this offset as `log_start`,
+    /// so the caller can serve `[log_start_offset, local)` from remote.
+    pub fn local_log_start_offset(&self) -> Offset {
+        Offset(self.local_log_start_offset.load(Ordering::Acquire))
     }
 
     pub fn log_end_offset(&self) -> Offset {

@@ -165,7 +165,7 @@ pub(crate) fn load(
     rebuild(
         &mut psm,
         &loaded.segments,
-        loaded.log_start_offset,
+        loaded.local_log_start_offset,
         loaded.log_end_offset,
         clean_shutdown,
         now_ms,

@@ -97,19 +97,22 @@ impl Log {
         let leo = self.log_end_offset();
         let hw = self.high_watermark();
         let segs = self.snapshot();
-        let log_start = self.log_start_offset();
+        let local_start = self.local_log_start_offset();
         let mut data = FetchData {
             first_offset_in_slice: start,
             slices: Vec::new(),
             high_watermark: hw,
-            log_start_offset: log_start,
+            log_start_offset: self.log_start_offset(),
             log_end_offset: leo,
         };
-        if start > leo || start < log_start {
+        if start > leo || start < local_start {
+            // Below the local start: `log_start` names the local bound, so
+            // a tiered caller can tell "remote" from "really out of range"
+            // by comparing with `log_start_offset()`.
             return Err(LogError::OffsetOutOfRange {
                 tp: self.tp.clone(),
                 requested: start,
-                log_start,
+                log_start: local_start,
                 log_end: leo,
             });
         }
@@ -178,7 +181,7 @@ impl Log {
     ) -> Result<Option<TimestampAndOffset>, LogError> {
         self.check_usable()?;
         let segs = self.snapshot();
-        let log_start = self.log_start_offset();
+        let log_start = self.local_log_start_offset();
         let r = (|| {
             for seg in segs.iter() {
                 if seg.max_timestamp_so_far()?.timestamp < ts {

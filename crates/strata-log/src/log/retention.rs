@@ -7,7 +7,11 @@
 //! 1. roll a new empty active segment at the log end when every segment
 //!    goes (a log always has one segment);
 //! 2. raise the log start offset to the first kept segment's base (and the
-//!    high watermark, recovery point and leader-epoch cache with it);
+//!    high watermark, recovery point and leader-epoch cache with it) — for
+//!    a tiered log (its gate answered) only the *local* log start moves: the
+//!    deleted segments are still readable from remote storage, so the
+//!    partition's log start (ListOffsets EARLIEST, the checkpoint) stays
+//!    (Kafka `incrementStartOffset` → `maybeIncrementLocalLogStartOffset`);
 //! 3. publish the shorter segment list (new readers no longer see the
 //!    deleted segments; readers holding a slice keep their `Arc<File>`);
 //! 4. rename the files `.deleted` in the order .log, .index, .timeindex,
@@ -106,7 +110,8 @@ impl Log {
         }
         Ok(LogSnapshot {
             segments,
-            log_start_offset: self.log_start_offset(),
+            // Retention works on local segments: their start is the local one.
+            log_start_offset: self.local_log_start_offset(),
             high_watermark: self.high_watermark(),
             log_end_offset: self.log_end_offset(),
         })
@@ -181,7 +186,11 @@ impl Log {
         debug_assert_eq!(n, doomed.len(), "retention deletes a prefix");
         debug_assert!(n < segs.len(), "retention keeps one segment");
         let (deleted, kept) = segs.split_at(n.min(segs.len() - 1));
-        self.raise_log_start_locked(kept[0].base_offset())?;
+        if tiered_limit.is_some() {
+            self.raise_local_log_start_locked(kept[0].base_offset());
+        } else {
+            self.raise_log_start_locked(kept[0].base_offset())?;
+        }
         self.publish_segments(kept.to_vec());
         self.schedule_delete(deleted)?;
         let renamed_snapshots = self.rename_snapshots_for_deletion(state, deleted)?;
@@ -202,6 +211,16 @@ impl Log {
         })
     }
 
+    /// Kafka `maybeIncrementLocalLogStartOffset`: only the local start (and
+    /// the recovery point, which is about local bytes) moves; the partition's
+    /// log start, high watermark and epoch cache still cover the remote part.
+    fn raise_local_log_start_locked(&self, new_start: Offset) {
+        self.local_log_start_offset
+            .fetch_max(new_start.0, Ordering::AcqRel);
+        self.recovery_point.fetch_max(new_start.0, Ordering::AcqRel);
+        self.durable_offset.fetch_max(new_start.0, Ordering::AcqRel);
+    }
+
     /// Kafka `updateLogStartOffset` as retention needs it: start, high
     /// watermark, recovery point and the epoch cache move up together.
     fn raise_log_start_locked(&self, new_start: Offset) -> Result<(), LogError> {
@@ -209,6 +228,8 @@ impl Log {
             return Ok(());
         }
         self.log_start_offset.store(new_start.0, Ordering::Release);
+        self.local_log_start_offset
+            .fetch_max(new_start.0, Ordering::AcqRel);
         self.high_watermark.fetch_max(new_start.0, Ordering::AcqRel);
         self.recovery_point.fetch_max(new_start.0, Ordering::AcqRel);
         self.durable_offset.fetch_max(new_start.0, Ordering::AcqRel);
@@ -253,7 +274,9 @@ impl Log {
             }
         }
         if let Some(kept) = self.snapshot().first() {
-            psm.on_log_start_offset_incremented(kept.base_offset().max(self.log_start_offset()));
+            psm.on_log_start_offset_incremented(
+                kept.base_offset().max(self.local_log_start_offset()),
+            );
         }
         Ok(out)
     }

@@ -65,7 +65,7 @@ impl Log {
         super::producers::rebuild(
             &mut state.producers,
             kept,
-            self.log_start_offset(),
+            self.local_log_start_offset(),
             offset,
             false,
             now,
@@ -98,6 +98,8 @@ impl Log {
         }
         self.log_end_offset.store(offset.0, Ordering::Release);
         self.log_start_offset.store(offset.0, Ordering::Release);
+        self.local_log_start_offset
+            .store(offset.0, Ordering::Release);
         self.recovery_point.store(offset.0, Ordering::Release);
         self.durable_offset.store(offset.0, Ordering::Release);
         self.high_watermark.store(offset.0, Ordering::Release);
@@ -117,6 +119,8 @@ impl Log {
             }
         }
         self.log_start_offset.fetch_min(offset.0, Ordering::AcqRel);
+        self.local_log_start_offset
+            .fetch_min(offset.0, Ordering::AcqRel);
         self.recovery_point.fetch_min(offset.0, Ordering::AcqRel);
         self.durable_offset.fetch_min(offset.0, Ordering::AcqRel);
         self.high_watermark.fetch_min(offset.0, Ordering::AcqRel);
@@ -196,6 +200,11 @@ impl Log {
         }
         if new_start > self.log_start_offset() {
             self.log_start_offset.store(new_start.0, Ordering::Release);
+            // The local start never lags the partition's (Kafka
+            // `maybeIncrementLogStartOffset`); segments wholly below it go
+            // at the next retention pass.
+            self.local_log_start_offset
+                .fetch_max(new_start.0, Ordering::AcqRel);
             g.producers.on_log_start_offset_incremented(new_start);
             let mut cache = self.lock_epochs();
             if cache.truncate_from_start(new_start) {

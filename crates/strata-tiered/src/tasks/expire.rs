@@ -46,7 +46,7 @@ impl RemoteLogManager {
         let copying = p.copying.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let plan = expiration_plan(
             &segments,
-            strata_log::Offset(p.log_start.load(Ordering::Acquire)),
+            p.log_start_offset(),
             local_only,
             TotalRetention {
                 retention_ms: config.retention_ms,
