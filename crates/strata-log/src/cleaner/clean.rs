@@ -19,6 +19,7 @@ use super::filter::{filter_chunk, FilterContext, FilterFault, LastRecord};
 use super::offset_map::OffsetMap;
 use super::policy::{cleanable, group_segments_by_size, CompactionSettings, SegmentFacts};
 use super::snapshot::{cleaner_snapshot, mtime_ms};
+use super::superseded::Superseded;
 use super::throttle::Throttler;
 use super::txn::{collect_aborted, CleanedTxnMetadata};
 use super::{AbortReason, CleanerConfig, CleanerError, CleanerHooks, FileOp, NoHooks};
@@ -77,6 +78,8 @@ pub struct Cleaner {
     io_buffer: usize,
     max_buffer: usize,
     max_passes: usize,
+    /// The current pass's superseded offsets (map phase → filter).
+    superseded: Superseded,
     buf: Vec<u8>,
     out: Vec<u8>,
     throttler: Throttler,
@@ -132,6 +135,7 @@ impl Cleaner {
             io_buffer,
             max_buffer: cfg.max_message_bytes.max(io_buffer),
             max_passes: cfg.max_passes.max(1),
+            superseded: Superseded::default(),
             buf: vec![0; io_buffer],
             out: Vec::with_capacity(io_buffer),
             hooks: Arc::new(NoHooks),
@@ -471,6 +475,7 @@ impl Cleaner {
                 now_ms: pass.now,
                 delete_retention_ms: pass.cfg.delete_retention_ms,
                 retain_legacy_deletes: retain_legacy,
+                superseded: Some(&self.superseded),
             };
             let r = filter_chunk(&mut ctx, &self.buf[..n], &mut self.out).map_err(|f| match f {
                 FilterFault::Batch { position, source } => CleanerError::CorruptBatch {

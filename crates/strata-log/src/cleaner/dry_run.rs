@@ -271,6 +271,7 @@ pub fn dry_run(
                 now_ms,
                 delete_retention_ms,
                 retain_legacy_deletes: true,
+                superseded: None,
             };
             let r = filter_chunk(&mut ctx, bytes, &mut out).map_err(|e| DryRunError::Corrupt {
                 path: s.path.clone(),

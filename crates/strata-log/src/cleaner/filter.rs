@@ -22,6 +22,7 @@ use crate::types::{Offset, ProducerEpoch, ProducerId, Timestamp};
 
 use super::offset_map::{OffsetMap, HASH_SIZE};
 use super::records::{splice_batch, walk_records, WalkedRecord};
+use super::superseded::Superseded;
 use super::txn::CleanedTxnMetadata;
 
 /// What producer state says about a producer (Kafka `LastRecord`).
@@ -53,6 +54,9 @@ pub struct FilterContext<'a> {
     /// Legacy (v0/v1) tombstones: kept when the segment is newer than the
     /// legacy horizon.
     pub retain_legacy_deletes: bool,
+    /// The map phase's superseded offsets, which answer for the records it
+    /// put without a map lookup (`None`: every record asks the map).
+    pub superseded: Option<&'a Superseded>,
 }
 
 /// Kafka `FilterResult` for one chunk.
@@ -244,8 +248,21 @@ fn exact_only() -> bool {
 #[derive(Default)]
 struct FastScratch<'c> {
     walked: Vec<WalkedRecord<'c>>,
-    hashes: Vec<Option<[u8; HASH_SIZE]>>,
+    latest: Vec<Latest>,
     kept: Vec<WalkedRecord<'c>>,
+}
+
+/// How the fast path decides whether a record is its key's latest.
+#[derive(Clone, Copy)]
+enum Latest {
+    /// Past the mapped range: kept.
+    Beyond,
+    /// No key: dropped (Kafka's invalid record).
+    NoKey,
+    /// The superseded set knows (true: latest).
+    Known(bool),
+    /// Ask the map with this digest.
+    Ask([u8; HASH_SIZE]),
 }
 
 fn filter_batch<'c>(
@@ -386,28 +403,38 @@ fn filter_walked<'c>(
     result: &mut ChunkResult,
 ) {
     let latest = ctx.map.latest_offset();
-    fast.hashes.clear();
+    fast.latest.clear();
     for r in &fast.walked {
-        let h = r.key.filter(|_| r.offset <= latest).map(|k| {
-            let h = OffsetMap::hash(k);
-            ctx.map.prefetch(&h);
-            h
-        });
-        fast.hashes.push(h);
+        let l = match r.key {
+            _ if r.offset > latest => Latest::Beyond,
+            None => Latest::NoKey,
+            Some(key) => match ctx.superseded.and_then(|s| s.is_superseded(r.offset)) {
+                Some(superseded) => Latest::Known(!superseded),
+                None => {
+                    let h = OffsetMap::hash(key);
+                    ctx.map.prefetch(&h);
+                    Latest::Ask(h)
+                }
+            },
+        };
+        fast.latest.push(l);
     }
     let retain_deletes = batch.delete_horizon().is_none_or(|h| ctx.now_ms < h.0);
     fast.kept.clear();
     let mut tombstones = false;
     let mut max_offset = Offset(-1);
-    for (r, h) in fast.walked.iter().zip(&fast.hashes) {
+    for (r, l) in fast.walked.iter().zip(&fast.latest) {
         result.messages_read += 1;
-        let keep = if r.offset > latest {
-            true
-        } else if let Some(h) = h {
-            r.offset >= ctx.map.get_hashed(h) && (!r.null_value || retain_deletes)
-        } else {
-            result.invalid_records += 1;
-            false
+        let keep = match *l {
+            Latest::Beyond => true,
+            Latest::NoKey => {
+                result.invalid_records += 1;
+                false
+            }
+            Latest::Known(is_latest) => is_latest && (!r.null_value || retain_deletes),
+            Latest::Ask(h) => {
+                r.offset >= ctx.map.get_hashed(&h) && (!r.null_value || retain_deletes)
+            }
         };
         if keep {
             max_offset = max_offset.max(r.offset);

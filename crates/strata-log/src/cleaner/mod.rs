@@ -38,6 +38,7 @@ mod records;
 mod service;
 mod slots;
 mod snapshot;
+mod superseded;
 mod throttle;
 mod txn;
 
@@ -67,6 +68,7 @@ pub use service::{
     compaction_status, CleanerFailure, CompactionStatus, LogCleaner, PartitionCleanerState,
 };
 pub use snapshot::cleaner_snapshot;
+pub use superseded::Superseded;
 pub use throttle::{Sleeper, Throttler};
 pub use txn::{collect_aborted, CleanedTxnMetadata};
 

@@ -218,6 +218,19 @@ impl OffsetMap {
     /// # Errors
     /// As [`Self::put`].
     pub fn put_hashed(&mut self, hash: &[u8; HASH_SIZE], offset: Offset) -> Result<(), MapFull> {
+        self.put_hashed_replacing(hash, offset).map(|_| ())
+    }
+
+    /// [`Self::put_hashed`], returning the offset the digest had before,
+    /// if it was in the map.
+    ///
+    /// # Errors
+    /// As [`Self::put_hashed`].
+    pub fn put_hashed_replacing(
+        &mut self,
+        hash: &[u8; HASH_SIZE],
+        offset: Offset,
+    ) -> Result<Option<Offset>, MapFull> {
         let hash = *hash;
         if self.entries >= self.slots {
             return Err(MapFull { slots: self.slots });
@@ -236,7 +249,8 @@ impl OffsetMap {
                     .copy_from_slice(&offset.0.to_be_bytes());
                 self.latest_offset = offset;
                 self.probes += attempt as u64 + 1;
-                return Ok(());
+                // `stored` holds the big-endian offset's bytes.
+                return Ok(Some(Offset(i64::from_be_bytes(stored.to_ne_bytes()))));
             }
             attempt += 1;
             pos = self.position_of(&hash, attempt);
@@ -246,7 +260,7 @@ impl OffsetMap {
         self.bytes[pos + HASH_SIZE..pos + BYTES_PER_ENTRY].copy_from_slice(&offset.0.to_be_bytes());
         self.entries += 1;
         self.latest_offset = offset;
-        Ok(())
+        Ok(None)
     }
 
     /// The latest offset stored for `key`, or `Offset(-1)`.

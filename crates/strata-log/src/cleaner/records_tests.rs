@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 
 use crate::batch::{BatchBuilder, Compression, RecordHeader};
+use crate::batch::{BatchScanner, BatchView};
 use crate::cleaner::filter::{filter_chunk, FilterContext, LastRecord, EXACT_ONLY};
 use crate::cleaner::offset_map::OffsetMap;
+use crate::cleaner::superseded::Superseded;
 use crate::cleaner::txn::CleanedTxnMetadata;
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
@@ -74,6 +76,7 @@ fn random_batch(rng: &mut Rng, base: i64) -> (Vec<u8>, i64) {
     (b.build(), offset + 1)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn filter(
     map: &mut OffsetMap,
     producers: &HashMap<ProducerId, LastRecord>,
@@ -81,6 +84,7 @@ fn filter(
     now_ms: i64,
     input: &[u8],
     exact: bool,
+    superseded: Option<&Superseded>,
 ) -> (String, Vec<u8>) {
     EXACT_ONLY.with(|e| e.set(exact));
     let mut txn = CleanedTxnMetadata::new();
@@ -92,6 +96,7 @@ fn filter(
         now_ms,
         delete_retention_ms: 500,
         retain_legacy_deletes: true,
+        superseded,
     };
     let mut out = Vec::new();
     let r = filter_chunk(&mut ctx, input, &mut out).unwrap();
@@ -138,10 +143,72 @@ fn fast_path_writes_what_the_exact_path_writes() {
             Offset(next + 10)
         };
         let now = 1_000 + rng.below(4_000) as i64;
-        let fast = filter(&mut map, &producers, upper, now, &input, false);
-        let exact = filter(&mut map, &producers, upper, now, &input, true);
+        let fast = filter(&mut map, &producers, upper, now, &input, false, None);
+        let exact = filter(&mut map, &producers, upper, now, &input, true, None);
         assert_eq!(fast, exact, "case {case}");
         rebuilt += usize::from(!exact.1.is_empty() && exact.1 != input);
     }
     assert!(rebuilt > 300, "most cases rewrite something ({rebuilt})");
+}
+
+/// A map phase over `input` from `start`, stopping after `budget` keys
+/// (a full map): the map, and the offsets its puts replaced.
+fn map_phase(input: &[u8], start: Offset, budget: u64) -> (OffsetMap, Superseded) {
+    let mut map = OffsetMap::new(24 * 64);
+    let mut superseded = Superseded::default();
+    superseded.reset(start);
+    let mut put = 0;
+    for item in BatchScanner::new(input) {
+        let b = BatchView::parse(&input[item.unwrap().0..]).unwrap();
+        for r in b.records().unwrap() {
+            let Some(key) = r.key.as_deref().filter(|_| r.offset >= start) else {
+                continue;
+            };
+            if put == budget {
+                return (map, superseded);
+            }
+            put += 1;
+            if let Some(old) = map
+                .put_hashed_replacing(&OffsetMap::hash(key), r.offset)
+                .unwrap()
+            {
+                superseded.mark(old);
+            }
+        }
+        if b.last_offset() >= start {
+            map.update_latest_offset(b.last_offset());
+        }
+    }
+    (map, superseded)
+}
+
+#[test]
+fn the_superseded_set_answers_as_the_map_would() {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for case in 0..600 {
+        let mut input = Vec::new();
+        let first = rng.below(1_000) as i64;
+        let mut next = first;
+        for _ in 0..1 + rng.below(5) {
+            let (b, n) = random_batch(&mut rng, next);
+            input.extend_from_slice(&b);
+            next = n;
+        }
+        let start = Offset(first + rng.below((next - first) as u64) as i64);
+        let (mut map, superseded) = map_phase(&input, start, rng.below(60));
+        let upper = Offset(next + 10);
+        let now = 1_000 + rng.below(4_000) as i64;
+        let producers = HashMap::new();
+        let fast = filter(
+            &mut map,
+            &producers,
+            upper,
+            now,
+            &input,
+            false,
+            Some(&superseded),
+        );
+        let exact = filter(&mut map, &producers, upper, now, &input, true, None);
+        assert_eq!(fast, exact, "case {case}");
+    }
 }

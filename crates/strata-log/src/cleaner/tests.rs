@@ -34,6 +34,7 @@ fn run(
         now_ms: 1_000,
         delete_retention_ms: 50,
         retain_legacy_deletes: true,
+        superseded: None,
     };
     let mut out = Vec::new();
     let r = filter_chunk(&mut ctx, input, &mut out).unwrap();

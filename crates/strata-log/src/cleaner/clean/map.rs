@@ -29,6 +29,7 @@ impl Cleaner {
         max_keys: u64,
         stats: &mut CleanStats,
     ) -> Result<(), CleanerError> {
+        self.superseded.reset(start);
         let slots = self.map.clear_for(
             usize::try_from(max_keys).unwrap_or(usize::MAX),
             self.load_factor,
@@ -135,9 +136,13 @@ impl Cleaner {
                             stats.map_messages_read += read - 1;
                             return Ok(true);
                         }
-                        self.map
-                            .put_hashed(h, *offset)
+                        let replaced = self
+                            .map
+                            .put_hashed_replacing(h, *offset)
                             .expect("the load factor keeps free slots");
+                        if let Some(old) = replaced {
+                            self.superseded.mark(old);
+                        }
                     }
                     stats.map_messages_read += n;
                 }
