@@ -43,20 +43,28 @@ pub(crate) struct ScanSummary {
     pub offset_delta_of_max: i32,
 }
 
-/// Zig-zag decode of a raw 32-bit varint value.
+/// Zig-zag encode: the raw value whose decoding is `v`.
 #[inline(always)]
-fn unzigzag32(raw: u32) -> i32 {
-    ((raw >> 1) as i32) ^ -((raw & 1) as i32)
+fn zigzag32(v: i32) -> u32 {
+    ((v << 1) ^ (v >> 31)) as u32
+}
+
+/// A length from a raw zig-zag value: `None` for a negative length (odd
+/// raw value), else the length.
+#[inline(always)]
+fn raw_len(raw: u32) -> Option<usize> {
+    (raw & 1 == 0).then_some((raw >> 1) as usize)
 }
 
 /// Encodings longer than the inline cases, via the general readers (same
-/// results, including Java's handling of surplus high bits). Positions go
-/// by value so the hot loop keeps them in registers.
+/// results, including Java's handling of surplus high bits, re-encoded to
+/// the raw zig-zag value of what they decode). Positions go by value so the
+/// hot loop keeps them in registers.
 #[cold]
 #[inline(never)]
-fn varint_long(buf: &[u8], mut at: usize) -> Option<(i32, usize)> {
+fn varint_long(buf: &[u8], mut at: usize) -> Option<(u32, usize)> {
     let v = read_varint(buf, &mut at).ok()?;
-    Some((v, at))
+    Some((zigzag32(v), at))
 }
 
 #[cold]
@@ -66,16 +74,17 @@ fn varlong_long(buf: &[u8], mut at: usize) -> Option<(i64, usize)> {
     Some((v, at))
 }
 
-/// A zig-zag varint of `buf` at `at` and the position after it; one- and
-/// two-byte encodings inline.
+/// The raw (still zig-zag encoded) varint of `buf` at `at` and the position
+/// after it; one- and two-byte encodings inline. Callers test the sign with
+/// the low bit and compare raw values, which saves decoding.
 #[inline(always)]
-fn varint(buf: &[u8], at: usize) -> Option<(i32, usize)> {
+fn raw_varint(buf: &[u8], at: usize) -> Option<(u32, usize)> {
     let b0 = *buf.get(at)?;
     if b0 < 0x80 {
-        return Some((unzigzag32(b0 as u32), at + 1));
+        return Some((b0 as u32, at + 1));
     }
     match buf.get(at + 1) {
-        Some(&b1) if b1 < 0x80 => Some((unzigzag32((b0 & 0x7f) as u32 | (b1 as u32) << 7), at + 2)),
+        Some(&b1) if b1 < 0x80 => Some(((b0 & 0x7f) as u32 | (b1 as u32) << 7, at + 2)),
         _ => varint_long(buf, at),
     }
 }
@@ -95,12 +104,12 @@ fn varlong(buf: &[u8], at: usize) -> Option<(i64, usize)> {
 /// present and the position after it; `None` when it overruns.
 #[inline(always)]
 fn skip_field(body: &[u8], at: usize, nullable: bool) -> Option<(bool, usize)> {
-    let (len, at) = varint(body, at)?;
-    if len < 0 {
+    let (raw, at) = raw_varint(body, at)?;
+    let Some(len) = raw_len(raw) else {
         return nullable.then_some((false, at));
-    }
+    };
     // `len` < 2^31 and `at` <= body.len(), so this cannot overflow.
-    let end = at + len as usize;
+    let end = at + len;
     if end > body.len() {
         return None;
     }
@@ -110,8 +119,9 @@ fn skip_field(body: &[u8], at: usize, nullable: bool) -> Option<(bool, usize)> {
 /// The headers of one record, from `p` to the end of `body`.
 #[cold]
 #[inline(never)]
-fn skip_headers(body: &[u8], mut p: usize, count: i32) -> Option<usize> {
-    if count < 0 || count as usize > body.len() - p {
+fn skip_headers(body: &[u8], mut p: usize, raw_count: u32) -> Option<usize> {
+    let count = raw_len(raw_count)?;
+    if count > body.len() - p {
         return None;
     }
     for _ in 0..count {
@@ -139,20 +149,22 @@ pub(crate) fn scan_client_records(
         // An empty window rejects every timestamp: the exact path reports it.
         true => return None,
     };
+    // Offset deltas must be 0, 1, 2, ...: compared as raw zig-zag values
+    // (2 * index), which fit in u32 since `count` <= i32::MAX.
+    if count > i32::MAX as usize {
+        return None;
+    }
     let mut pos = 0usize;
     let mut max_timestamp = -1i64;
-    let mut offset_delta_of_max = -1i32;
-    for index in 0..count {
-        let (length, at) = varint(data, pos)?;
-        if length < 0 {
-            return None;
-        }
-        let end = at + length as usize;
+    let mut raw_delta_of_max = None;
+    for index in 0..count as u32 {
+        let (raw_length, at) = raw_varint(data, pos)?;
+        let end = at + raw_len(raw_length)?;
         let body = data.get(at..end)?;
         // Attributes (unused) are the first byte of a non-empty body.
         let (timestamp_delta, p) = varlong(body, 1)?;
-        let (offset_delta, p) = varint(body, p)?;
-        if offset_delta as u32 as usize != index {
+        let (raw_offset_delta, p) = raw_varint(body, p)?;
+        if raw_offset_delta != index << 1 {
             return None;
         }
         let (has_key, p) = skip_field(body, p, true)?;
@@ -160,9 +172,9 @@ pub(crate) fn scan_client_records(
             return None;
         }
         let (_, p) = skip_field(body, p, true)?;
-        let (headers, mut p) = varint(body, p)?;
-        if headers != 0 {
-            p = skip_headers(body, p, headers)?;
+        let (raw_headers, mut p) = raw_varint(body, p)?;
+        if raw_headers != 0 {
+            p = skip_headers(body, p, raw_headers)?;
         }
         if p != body.len() {
             return None;
@@ -173,13 +185,13 @@ pub(crate) fn scan_client_records(
         }
         if ts > max_timestamp {
             max_timestamp = ts;
-            offset_delta_of_max = offset_delta;
+            raw_delta_of_max = Some(index);
         }
         pos = end;
     }
     (pos == data.len()).then_some(ScanSummary {
         max_timestamp,
-        offset_delta_of_max,
+        offset_delta_of_max: raw_delta_of_max.map_or(-1, |i| i as i32),
     })
 }
 

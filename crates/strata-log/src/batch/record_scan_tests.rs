@@ -249,3 +249,25 @@ proptest! {
         prop_assert_eq!(fast, exact);
     }
 }
+
+#[test]
+fn non_canonical_varints_decode_as_java_does() {
+    // Offset delta 0 written in five bytes whose surplus high bits Java
+    // drops; a null key and value; no headers.
+    let data = [
+        0x14, 0x00, 0x00, 0x80, 0x80, 0x80, 0x80, 0x70, 0x01, 0x01, 0x00,
+    ];
+    let (fast, exact) = both(&data, 1, OPEN);
+    assert_eq!(fast, exact);
+    assert_eq!(
+        fast,
+        Some(ScanSummary {
+            max_timestamp: BASE_TS,
+            offset_delta_of_max: 0
+        })
+    );
+    // The same record claiming to be the second one fails both ways.
+    let mut second = data;
+    second[7] = 0x72;
+    assert_eq!(both(&second, 1, OPEN), (None, None));
+}
