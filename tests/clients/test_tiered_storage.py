@@ -286,6 +286,37 @@ def test_tiered_topic_config_rules_reach_the_admin_client(tiered_broker, broker_
     assert "Tiered Storage functionality is disabled" in err.value.args[0].str()
 
 
+def test_metadata_topic_has_unlimited_retention_and_keeps_a_users_change(tiered_broker):
+    """`__remote_log_metadata` is created as Kafka creates it (retention.ms=-1, delete policy,
+    rlmm.config...num.partitions partitions); a restart neither resets it to the broker's
+    default retention (which would expire the catalogue) nor overwrites a user's change."""
+    name = "__remote_log_metadata"
+    resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+
+    def described() -> dict:
+        client = admin(tiered_broker.bootstrap)
+        return client.describe_configs([resource])[resource].result(timeout=ADMIN_TIMEOUT_S)
+
+    def partitions() -> int:
+        client = admin(tiered_broker.bootstrap)
+        return len(client.list_topics(name, timeout=ADMIN_TIMEOUT_S).topics[name].partitions)
+
+    cfg = described()
+    assert (cfg["retention.ms"].value, cfg["cleanup.policy"].value) == ("-1", "delete")
+    assert partitions() == int(TIERED_BROKER["rlmm.config.remote.log.metadata.topic.num.partitions"])
+    tiered_broker.stop()
+    tiered_broker.start()
+    assert described()["retention.ms"].value == "-1", "a restart must not apply the broker default"
+
+    client = admin(tiered_broker.bootstrap)
+    change = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=[
+        ConfigEntry("retention.ms", "2592000000", incremental_operation=AlterConfigOpType.SET)])
+    client.incremental_alter_configs([change])[change].result(timeout=ADMIN_TIMEOUT_S)
+    tiered_broker.stop()
+    tiered_broker.start()
+    assert described()["retention.ms"].value == "2592000000", "startup overwrote the user's config"
+
+
 class Moto:
     """A moto S3 server on a free loopback port (stopped on teardown)."""
 

@@ -3,7 +3,10 @@
 //! [`strata_tiered::RemoteLogManager`].
 //!
 //! - [`start`] (broker start): builds the manager when
-//!   `remote.log.storage.system.enable=true`, points it at the topic store
+//!   `remote.log.storage.system.enable=true`, creates `__remote_log_metadata`
+//!   in the topic store the first time (Kafka's topic config: unlimited
+//!   retention, delete policy; later starts keep whatever config it has, so
+//!   a user's change survives), points the manager at the topic store
 //!   (every eligible partition is tiered; creation, deletion and config
 //!   changes are picked up at the next task round) and starts its tasks.
 //! - [`remote_read`] (Fetch): an offset below the local log start of a
@@ -28,6 +31,7 @@ const UNKNOWN_SERVER_ERROR: i16 = -1;
 const KAFKA_STORAGE_ERROR: i16 = 56;
 const EARLIEST: i64 = -2;
 const LATEST_TIERED: i64 = -5;
+const METADATA_TOPIC_RETENTION_MS: &str = "rlmm.config.remote.log.metadata.topic.retention.ms";
 
 /// Start the remote tier if the broker enables it.
 ///
@@ -40,6 +44,7 @@ pub(crate) async fn start(broker: &Arc<Broker>, clock: SharedClock) -> Result<()
     if !config.enabled {
         return Ok(());
     }
+    ensure_metadata_topic(broker, config.metadata_partitions)?;
     let (logs, node_id) = (broker.logs.clone(), broker.config.node_id);
     let rlm =
         tokio::task::spawn_blocking(move || RemoteLogManager::open(config, logs, node_id, clock))
@@ -59,6 +64,55 @@ pub(crate) async fn start(broker: &Arc<Broker>, clock: SharedClock) -> Result<()
     })?;
     tracing::info!(location = ?rlm.config().location, "tiered storage started");
     let _ = broker.tiered.set(rlm);
+    Ok(())
+}
+
+/// Kafka `TopicBasedRemoteLogMetadataManager.createTopic`: the metadata topic
+/// is created once with `retention.ms` from
+/// `rlmm.config.remote.log.metadata.topic.retention.ms` (default −1: the
+/// catalogue is replayed from offset 0, so nothing may expire) and
+/// `cleanup.policy=delete`. An existing topic is left as it is; its logs get
+/// the topic's effective config like any other topic's.
+///
+/// # Errors
+/// The topic store or a log cannot be written.
+fn ensure_metadata_topic(broker: &Broker, partitions: i32) -> Result<(), BrokerError> {
+    let name = strata_tiered::rlmm::REMOTE_LOG_METADATA_TOPIC;
+    let info = match broker.topics.get(name) {
+        Some(info) => info,
+        None => {
+            let retention = broker
+                .config
+                .properties
+                .get(METADATA_TOPIC_RETENTION_MS)
+                .map_or_else(|| "-1".to_string(), |v| v.trim().to_string());
+            let configs = [
+                ("retention.ms".to_string(), retention),
+                ("cleanup.policy".to_string(), "delete".to_string()),
+            ]
+            .into_iter()
+            .collect();
+            tracing::info!(
+                topic = name,
+                partitions,
+                "creating the remote log metadata topic"
+            );
+            broker.topics.create(name, partitions, configs, None)?
+        }
+    };
+    let cfg = broker.topic_config(&info);
+    for p in 0..info.partitions {
+        let tp = strata_log::TopicPartition::new(name, p);
+        match broker.logs.get_log(&tp) {
+            Some(log) if log.config() != cfg => log.update_config(cfg.clone()),
+            Some(_) => {}
+            None => {
+                broker
+                    .logs
+                    .get_or_create_log(&tp, cfg.clone(), Some(info.id))?;
+            }
+        }
+    }
     Ok(())
 }
 

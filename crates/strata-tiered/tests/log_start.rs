@@ -16,7 +16,7 @@ use strata_log::{
 };
 use strata_tiered::config::{build_rsm, StorageLocation};
 use strata_tiered::rlmm::topic::LogManagerMetadataLog;
-use strata_tiered::rlmm::{RemoteLogMetadataManager, TopicRlmm};
+use strata_tiered::rlmm::TopicRlmm;
 use strata_tiered::{
     Bridge, RemoteLogManager, RemoteLogSegmentState, TieredConfig, TieredError, TopicIdPartition,
 };
