@@ -66,10 +66,12 @@ impl Broker {
             return Err(ApiError::InvalidTopic { reason });
         }
         self.place_replicas(partitions, replication_factor, 0)?;
+        // Defaults read under the admin lock: a dynamic broker config change
+        // cannot slip between them and the new logs.
+        let _admin = self.admin_lock();
         let config = LogConfig::with_overrides(&self.log_defaults(), &configs)
             .map_err(ApiError::InvalidConfig)?;
         crate::tiered::validate_topic(self, &config, None)?;
-        let _admin = self.admin_lock();
         if self.topics.get(name).is_some() {
             return Err(ApiError::TopicAlreadyExists);
         }

@@ -33,6 +33,7 @@
 
 mod describe;
 mod names;
+mod ops;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -48,16 +49,9 @@ use crate::broker::{effective_config, Broker};
 use crate::config::BrokerConfig;
 
 pub(crate) use describe::{broker_entries, default_entries, log_synonyms};
-pub(crate) use names::{is_dynamic, is_list, kafka_default};
+pub(crate) use names::is_dynamic;
+pub(crate) use ops::{incremental, op, replace_all, ConfigOp};
 pub use store::BROKER_CONFIGS_FILE;
-
-/// IncrementalAlterConfigs operation codes.
-pub(crate) mod op {
-    pub const SET: i8 = 0;
-    pub const DELETE: i8 = 1;
-    pub const APPEND: i8 = 2;
-    pub const SUBTRACT: i8 = 3;
-}
 
 /// Why a dynamic broker config change was refused, or the store failed.
 /// Messages are Kafka's where Kafka has one.
@@ -127,14 +121,6 @@ fn invalid_value(name: &str, value: &str, e: &strata_log::ConfigError) -> Dynami
         value: value.to_string(),
         reason,
     }
-}
-
-/// One requested change, whichever API carried it.
-#[derive(Clone, Debug)]
-pub(crate) struct ConfigOp {
-    pub name: String,
-    pub op: i8,
-    pub value: Option<String>,
 }
 
 /// Which dynamic level a BROKER resource name addresses.
@@ -452,92 +438,6 @@ fn check_local_retention(c: &LogConfig) -> Result<(), DynamicConfigError> {
         }
     }
     Ok(())
-}
-
-/// Kafka's request checks shared by both APIs: no duplicate names, no null
-/// value except for DELETE.
-fn precheck(ops: &[ConfigOp]) -> Result<(), DynamicConfigError> {
-    let mut seen = std::collections::BTreeSet::new();
-    if !ops.iter().all(|o| seen.insert(o.name.as_str())) {
-        return Err(DynamicConfigError::DuplicateKeys);
-    }
-    let nulls: Vec<String> = ops
-        .iter()
-        .filter(|o| o.op != op::DELETE && o.value.is_none())
-        .map(|o| o.name.clone())
-        .collect();
-    if !nulls.is_empty() {
-        return Err(DynamicConfigError::NullValue { names: nulls });
-    }
-    Ok(())
-}
-
-/// AlterConfigs: the given configs become the level's whole set.
-pub(crate) fn replace_all(
-    ops: &[ConfigOp],
-) -> Result<BTreeMap<String, String>, DynamicConfigError> {
-    precheck(ops)?;
-    Ok(ops
-        .iter()
-        .filter_map(|o| o.value.clone().map(|v| (o.name.clone(), v)))
-        .collect())
-}
-
-/// IncrementalAlterConfigs over the level's current set (Kafka
-/// `prepareIncrementalConfigs`: APPEND/SUBTRACT start from the stored
-/// value, else Kafka's default).
-pub(crate) fn incremental(
-    current: &BTreeMap<String, String>,
-    ops: &[ConfigOp],
-) -> Result<BTreeMap<String, String>, DynamicConfigError> {
-    precheck(ops)?;
-    let mut out = current.clone();
-    for o in ops {
-        let value = o.value.clone().unwrap_or_default();
-        match o.op {
-            op::SET => {
-                out.insert(o.name.clone(), value);
-            }
-            op::DELETE => {
-                out.remove(&o.name);
-            }
-            op::APPEND | op::SUBTRACT => {
-                let append = o.op == op::APPEND;
-                if !is_list(&o.name) {
-                    return Err(DynamicConfigError::NotAList {
-                        op: if append { "append" } else { "subtract" },
-                        name: o.name.clone(),
-                    });
-                }
-                let old = out
-                    .get(&o.name)
-                    .cloned()
-                    .or_else(|| kafka_default(&o.name))
-                    .unwrap_or_default();
-                let mut items: Vec<String> = split_list(&old);
-                for item in split_list(&value) {
-                    if append {
-                        if !items.contains(&item) {
-                            items.push(item);
-                        }
-                    } else {
-                        items.retain(|i| *i != item);
-                    }
-                }
-                out.insert(o.name.clone(), items.join(","));
-            }
-            other => return Err(DynamicConfigError::UnknownOperation { op: other }),
-        }
-    }
-    Ok(out)
-}
-
-fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 impl Broker {

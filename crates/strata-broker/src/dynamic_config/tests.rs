@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 
+use super::names::kafka_default;
 use super::*;
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
