@@ -6,8 +6,9 @@
 //! bounds, key and value bounds, header count and header bounds, declared
 //! size equal to the bytes consumed, offset delta equal to the record index,
 //! a key on a compacted topic, the CreateTime timestamp window, and no bytes
-//! left after the last record. It builds no [`super::Record`] values and
-//! reads one-byte varints inline.
+//! left after the last record. It builds no [`super::Record`] values, reads
+//! one- and two-byte varints inline and compares them in their raw zig-zag
+//! form (sign from the low bit, offset delta against `2 * index`).
 //!
 //! It answers only "all valid, with this summary" or "something is wrong":
 //! on `None` the caller re-runs the exact record iterator, which names the
@@ -20,13 +21,15 @@
 //! ValueLength varint, Value | HeadersCount varint | Headers`.
 
 use super::varint::{read_varint, read_varlong};
+use crate::types::Timestamp;
 
 /// What the fast pass checks besides the record structure.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ScanRules {
     /// The batch's BaseTimestamp; record timestamps are `base + delta`.
-    pub base_timestamp: i64,
-    /// Check record timestamps (other than -1) against `[min_ts, max_ts]`.
+    pub base_timestamp: Timestamp,
+    /// Check record timestamps (other than -1) against `[min_ts, max_ts]`
+    /// (bounds in ms, saturated like the exact path's).
     pub check_timestamps: bool,
     pub min_ts: i64,
     pub max_ts: i64,
@@ -37,8 +40,8 @@ pub(crate) struct ScanRules {
 /// The result of a clean pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ScanSummary {
-    /// Largest record timestamp, -1 when none is larger than -1.
-    pub max_timestamp: i64,
+    /// Largest record timestamp, [`Timestamp::NONE`] when no record has one.
+    pub max_timestamp: Timestamp,
     /// Offset delta of the first record carrying `max_timestamp`, -1 if none.
     pub offset_delta_of_max: i32,
 }
@@ -155,7 +158,7 @@ pub(crate) fn scan_client_records(
         return None;
     }
     let mut pos = 0usize;
-    let mut max_timestamp = -1i64;
+    let mut max_timestamp = Timestamp::NONE.0;
     let mut raw_delta_of_max = None;
     for index in 0..count as u32 {
         let (raw_length, at) = raw_varint(data, pos)?;
@@ -179,8 +182,8 @@ pub(crate) fn scan_client_records(
         if p != body.len() {
             return None;
         }
-        let ts = rules.base_timestamp.wrapping_add(timestamp_delta);
-        if ts != -1 && ts.wrapping_sub(min_ts) as u64 > span {
+        let ts = rules.base_timestamp.0.wrapping_add(timestamp_delta);
+        if ts != Timestamp::NONE.0 && ts.wrapping_sub(min_ts) as u64 > span {
             return None;
         }
         if ts > max_timestamp {
@@ -190,7 +193,7 @@ pub(crate) fn scan_client_records(
         pos = end;
     }
     (pos == data.len()).then_some(ScanSummary {
-        max_timestamp,
+        max_timestamp: Timestamp(max_timestamp),
         offset_delta_of_max: raw_delta_of_max.map_or(-1, |i| i as i32),
     })
 }

@@ -85,7 +85,7 @@ fn both(data: &[u8], count: usize, s: Setup) -> (Option<ScanSummary>, Option<Sca
         BASE_TS.saturating_add(s.after_ms),
     );
     let rules = ScanRules {
-        base_timestamp: BASE_TS,
+        base_timestamp: Timestamp(BASE_TS),
         check_timestamps: s.create_time,
         min_ts,
         max_ts,
@@ -101,7 +101,7 @@ fn both(data: &[u8], count: usize, s: Setup) -> (Option<ScanSummary>, Option<Sca
     let exact = exact_scan(RecordIter::new(data, count, ctx), &c, min_ts, max_ts, false)
         .ok()
         .map(|(ts, delta)| ScanSummary {
-            max_timestamp: ts.0,
+            max_timestamp: ts,
             offset_delta_of_max: delta,
         });
     (fast, exact)
@@ -144,7 +144,7 @@ fn valid_records_pass_with_the_exact_summary() {
     let (fast, exact) = both(&data, recs.len(), OPEN);
     let fast = fast.expect("valid records take the fast pass");
     assert_eq!(Some(fast), exact);
-    assert_eq!(fast.max_timestamp, BASE_TS + 900_000);
+    assert_eq!(fast.max_timestamp, Timestamp(BASE_TS + 900_000));
     assert_eq!(fast.offset_delta_of_max, 5);
 }
 
@@ -262,7 +262,7 @@ fn non_canonical_varints_decode_as_java_does() {
     assert_eq!(
         fast,
         Some(ScanSummary {
-            max_timestamp: BASE_TS,
+            max_timestamp: Timestamp(BASE_TS),
             offset_delta_of_max: 0
         })
     );

@@ -286,7 +286,7 @@ fn validate_one(
     let records = view.record_iter_with_limit(scratch, max_decompressed)?;
     let (mut max_timestamp, mut delta_of_max) =
         match fast_scan(&view, &records, cfg, min_ts, max_ts, batch_log_append) {
-            Some(s) => (Timestamp(s.max_timestamp), s.offset_delta_of_max),
+            Some(s) => (s.max_timestamp, s.offset_delta_of_max),
             None => exact_scan(records, cfg, min_ts, max_ts, batch_log_append)?,
         };
     if cfg.timestamp_type == TimestampType::LogAppendTime {
@@ -324,7 +324,7 @@ fn fast_scan(
     }
     let (data, count) = records.section();
     let rules = ScanRules {
-        base_timestamp: view.base_timestamp().0,
+        base_timestamp: view.base_timestamp(),
         check_timestamps: cfg.timestamp_type == TimestampType::CreateTime,
         min_ts,
         max_ts,
