@@ -181,3 +181,41 @@ fn log_start_breach_and_half_finished_work() {
     );
     assert_eq!(plan.new_log_start, None);
 }
+
+#[test]
+fn unfinished_copies_are_not_counted_in_retention() {
+    // Two copied segments of 10 bytes, 10 local-only bytes, and a copy in
+    // progress of 1000 bytes whose records are all old.
+    let a = remote(0, 9, 100, 10, CopySegmentFinished);
+    let b = remote(10, 19, 200, 10, CopySegmentFinished);
+    let copy = remote(20, 29, 50, 1000, CopySegmentStarted);
+    let copying: BTreeSet<Uuid> = [copy.segment_id.id].into();
+    let s = [a.clone(), b.clone(), copy.clone()];
+    // retention.bytes = 30: 10 + 10 + 10 local fit; the copy's bytes would not.
+    let by_size = TotalRetention {
+        retention_ms: -1,
+        retention_bytes: 30,
+    };
+    let plan = expiration_plan(&s, Offset(0), 10, by_size, 0, &copying);
+    assert_eq!(plan, ExpirationPlan::default());
+    // retention.ms: only finished segments expire by time; the copy (max
+    // timestamp 50, older than both) is neither deleted nor moves the start.
+    let by_time = TotalRetention {
+        retention_ms: 1000,
+        retention_bytes: -1,
+    };
+    let plan = expiration_plan(&s, Offset(0), 10, by_time, 1150, &copying);
+    assert_eq!(
+        plan.deletions,
+        vec![(a.segment_id.id, RemoteDeletionReason::RetentionMs)]
+    );
+    assert_eq!(plan.new_log_start, Some(Offset(10)));
+    // Once the copy task no longer owns it (a crash), it is cleaned up,
+    // still without counting toward the new start.
+    let plan = expiration_plan(&s, Offset(0), 10, by_size, 0, &BTreeSet::new());
+    assert_eq!(
+        plan.deletions,
+        vec![(copy.segment_id.id, RemoteDeletionReason::AbandonedCopy)]
+    );
+    assert_eq!(plan.new_log_start, None);
+}
