@@ -439,6 +439,23 @@ async fn refused_changes_answer_as_kafka_and_change_nothing() {
     assert_eq!(value(&d, "log.retention.ms"), (None, DEFAULT_CONFIG));
     assert!(!dir.path().join(strata_broker::BROKER_CONFIGS_FILE).exists());
 
+    // The same resource twice in one request: both copies refused.
+    let mut one = AlterConfigsResource::default();
+    one.resource_type = BROKER;
+    one.resource_name = StrBytes::from_static_str("1");
+    let mut cfg = AlterableConfig::default();
+    cfg.name = StrBytes::from_static_str("log.retention.ms");
+    cfg.value = Some(StrBytes::from_static_str("5000"));
+    one.configs = vec![cfg];
+    let mut req = IncrementalAlterConfigsRequest::default();
+    req.resources = vec![one.clone(), one];
+    let resp = c.call(&req, 1).await;
+    assert!(resp
+        .responses
+        .iter()
+        .all(|r| r.error_code == INVALID_REQUEST));
+    assert_eq!(resp.responses.len(), 2);
+
     // Names Kafka does not know are custom configs: kept and described.
     let (code, _) = incremental(
         &mut c,
