@@ -58,6 +58,16 @@ pub(crate) async fn start(broker: &Arc<Broker>, clock: SharedClock) -> Result<()
         Some(b) => tiered_partitions(&b),
         None => Vec::new(),
     }));
+    // Register the tiered partitions before the first request is served: a
+    // fetch below the local start of an unregistered partition would be
+    // answered OFFSET_OUT_OF_RANGE instead of from the remote tier.
+    let registering = Arc::clone(&rlm);
+    tokio::task::spawn_blocking(move || registering.sync_partitions())
+        .await
+        .map_err(|source| BrokerError::Task {
+            task: "registering tiered partitions",
+            source,
+        })?;
     rlm.start().map_err(|source| BrokerError::Io {
         op: "starting the tiered-storage scheduler",
         source,
