@@ -257,7 +257,7 @@ impl BrokerConfig {
         if message_max_bytes < 0 {
             return Err(p.invalid("message.max.bytes", "must be >= 0"));
         }
-        let recovery = p.get_or("num.recovery.threads.per.data.dir", 2i32)?;
+        let recovery = p.get_or("num.recovery.threads.per.data.dir", 1i32)?;
         if recovery < 1 {
             return Err(p.invalid("num.recovery.threads.per.data.dir", "must be >= 1"));
         }

@@ -121,7 +121,7 @@ pub(crate) fn kafka_default(name: &str) -> Option<String> {
         "auto.create.topics.enable" => "true",
         "socket.request.max.bytes" => "104857600",
         "max.connections" => "2147483647",
-        "num.recovery.threads.per.data.dir" => "2",
+        "num.recovery.threads.per.data.dir" => "1",
         "offsets.topic.num.partitions" => "50",
         "broker.id" => "-1",
         "node.id" => "-1",
