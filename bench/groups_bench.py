@@ -162,7 +162,7 @@ def main() -> int:
         return run_load(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "group")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strata", type=Path, required=True, help="the strata binary (release build)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of (baseline, trickle, group) runs")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of (baseline, trickle, group) runs")
     parser.add_argument("--count", type=int, default=300_000, help="records per workload")
     parser.add_argument("--size", type=int, default=100, help="record size in bytes")
     parser.add_argument("--members", type=int, default=3, help="members of the loading group")
