@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use strata_log::{ConfigType, LogConfig};
 
-use super::configs::resource;
+use super::configs::{apply_list_op, resource};
 use super::RequestContext;
 use crate::broker::Broker;
 use crate::dynamic_config::op::{APPEND, DELETE, SET, SUBTRACT};
@@ -275,17 +275,8 @@ fn incremental(
                     .cloned()
                     .or_else(|| base.get_as_string(&op.name))
                     .unwrap_or_default();
-                let mut items: Vec<String> = split_list(&existing);
-                for item in split_list(&value()?) {
-                    if op.op == APPEND {
-                        if !items.contains(&item) {
-                            items.push(item);
-                        }
-                    } else {
-                        items.retain(|i| *i != item);
-                    }
-                }
-                out.insert(op.name.clone(), items.join(","));
+                let merged = apply_list_op(&existing, &value()?, op.op == APPEND);
+                out.insert(op.name.clone(), merged);
             }
             _ => {
                 return Err(ApiError::InvalidRequest {
@@ -295,14 +286,6 @@ fn incremental(
         }
     }
     Ok(out)
-}
-
-fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 #[cfg(test)]

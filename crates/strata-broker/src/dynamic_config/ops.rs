@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::names::{is_list, kafka_default};
 use super::DynamicConfigError;
+use crate::apis::configs::apply_list_op;
 
 /// IncrementalAlterConfigs operation codes.
 pub(crate) mod op {
@@ -83,28 +84,10 @@ pub(crate) fn incremental(
                     .cloned()
                     .or_else(|| kafka_default(&o.name))
                     .unwrap_or_default();
-                let mut items: Vec<String> = split_list(&old);
-                for item in split_list(&value) {
-                    if append {
-                        if !items.contains(&item) {
-                            items.push(item);
-                        }
-                    } else {
-                        items.retain(|i| *i != item);
-                    }
-                }
-                out.insert(o.name.clone(), items.join(","));
+                out.insert(o.name.clone(), apply_list_op(&old, &value, append));
             }
             other => return Err(DynamicConfigError::UnknownOperation { op: other }),
         }
     }
     Ok(out)
-}
-
-fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(str::to_string)
-        .collect()
 }
