@@ -26,6 +26,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from broker import BrokerError
 from records import ADMIN_TIMEOUT_S, Record, admin, assert_records, consume_confluent, create_topic, make_records
 
 OFFLOAD_TIMEOUT_S = 60.0
@@ -444,3 +445,20 @@ def test_sigkill_during_a_remote_delete_then_expiration_finishes_it(broker_facto
     assert_records(got, records[start:], start)
     broker.stop()
     assert_fsck_clean(broker)
+
+
+def test_switching_tiered_storage_off_with_tiered_topics_is_refused_at_start(tiered_broker):
+    """Kafka refuses to start with remote.log.storage.system.enable=false while a topic has
+    remote.storage.enable=true (its offsets below the local start would be served by nobody);
+    Strata does the same, naming the topics, and starts again once the switch is back on."""
+    create_topic(tiered_broker.bootstrap, "tiered-off", 1, TIERED_TOPIC)
+    assert tiered_broker.stop() == 0
+    tiered_broker.overrides["remote.log.storage.system.enable"] = "false"
+    with pytest.raises(BrokerError) as refused:
+        tiered_broker.start()
+    message = str(refused.value)
+    assert "You have to delete all topics with the property remote.storage.enable=true" in message
+    assert "tiered-off" in message
+    tiered_broker.overrides["remote.log.storage.system.enable"] = "true"
+    tiered_broker.start()
+    assert earliest(tiered_broker.bootstrap, "tiered-off", 0) == 0

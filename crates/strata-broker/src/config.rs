@@ -351,6 +351,7 @@ fn is_known(name: &str) -> bool {
     BROKER_PROPERTIES.contains(&name)
         || name.starts_with("log.")
         || crate::group::config::GroupConfig::is_known(name)
+        || strata_tiered::config::is_tiered_property(name)
         || LogConfig::definitions()
             .iter()
             .any(|d| d.name == name || d.synonyms.iter().any(|(s, _)| *s == name))

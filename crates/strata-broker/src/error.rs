@@ -46,4 +46,13 @@ pub enum BrokerError {
         #[source]
         source: std::io::Error,
     },
+    /// Kafka's `LogConfig.validateRemoteStorageOnlyIfSystemEnabled` for
+    /// configs read from the store at start.
+    #[error(
+        "You have to delete all topics with the property remote.storage.enable=true before \
+         disabling tiered storage cluster-wide (remote.log.storage.system.enable=false; \
+         topics with remote.storage.enable=true: {})",
+        topics.join(", ")
+    )]
+    TieredTopicsWithoutTieredStorage { topics: Vec<String> },
 }

@@ -42,7 +42,7 @@ pub(crate) async fn start(broker: &Arc<Broker>, clock: SharedClock) -> Result<()
     let config = TieredConfig::from_broker_properties(&broker.config.properties, &first_dir)
         .map_err(strata_tiered::StartError::Config)?;
     if !config.enabled {
-        return Ok(());
+        return refuse_tiered_topics(broker);
     }
     ensure_metadata_topic(broker, config.metadata_partitions)?;
     let (logs, node_id) = (broker.logs.clone(), broker.config.node_id);
@@ -127,6 +127,24 @@ fn ensure_metadata_topic(broker: &Broker, partitions: i32) -> Result<(), BrokerE
 }
 
 /// Every partition of an eligible topic (this single broker leads all).
+/// With the broker switch off, a topic that still has
+/// `remote.storage.enable=true` would report a log start whose offsets no
+/// tier serves; Kafka refuses to start then, and so does Strata.
+fn refuse_tiered_topics(b: &Broker) -> Result<(), BrokerError> {
+    let topics: Vec<String> = b
+        .topics
+        .list()
+        .into_iter()
+        .filter(|info| b.topic_config(info).remote_storage_enable)
+        .map(|info| info.name)
+        .collect();
+    if topics.is_empty() {
+        Ok(())
+    } else {
+        Err(BrokerError::TieredTopicsWithoutTieredStorage { topics })
+    }
+}
+
 fn tiered_partitions(b: &Broker) -> Vec<(Arc<Log>, uuid::Uuid)> {
     let mut out = Vec::new();
     for info in b.topics.list() {

@@ -25,6 +25,16 @@ pub const LOCAL_ROOT: &str = "kafka-tiered-storage";
 /// Default local remote tier, beside the first log dir.
 pub const DEFAULT_LOCAL_DIR: &str = "remote-tier";
 
+/// Whether a broker property belongs to the remote tier (read by
+/// [`TieredConfig::from_broker_properties`], not by the broker's own config),
+/// so the broker does not warn about it as unknown.
+pub fn is_tiered_property(name: &str) -> bool {
+    name == STORAGE_URI
+        || name.starts_with("remote.log.")
+        || name.starts_with("rlmm.config.")
+        || name.starts_with(RSM_PREFIX)
+}
+
 /// Where the remote tier lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StorageLocation {
@@ -319,6 +329,22 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn tiered_property_names_are_recognised() {
+        for name in [
+            SYSTEM_ENABLE,
+            STORAGE_URI,
+            "remote.log.reader.threads",
+            "rlmm.config.remote.log.metadata.topic.num.partitions",
+            "rsm.config.s3.region",
+        ] {
+            assert!(is_tiered_property(name), "{name}");
+        }
+        for name in ["log.retention.ms", "remote.storage.enable", "rsm.s3.region"] {
+            assert!(!is_tiered_property(name), "{name}");
+        }
     }
 
     #[test]
