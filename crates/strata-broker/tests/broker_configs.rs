@@ -76,28 +76,7 @@ async fn incremental(
     ops: &[(&str, i8, Option<&str>)],
     validate_only: bool,
 ) -> (i16, Option<String>) {
-    let mut r = AlterConfigsResource::default();
-    r.resource_type = ty;
-    r.resource_name = StrBytes::from_string(name.to_string());
-    r.configs = ops
-        .iter()
-        .map(|(n, op, v)| {
-            let mut a = AlterableConfig::default();
-            a.name = StrBytes::from_string(n.to_string());
-            a.config_operation = *op;
-            a.value = v.map(|v| StrBytes::from_string(v.to_string()));
-            a
-        })
-        .collect();
-    let mut req = IncrementalAlterConfigsRequest::default();
-    req.resources = vec![r];
-    req.validate_only = validate_only;
-    let resp = c.call(&req, 1).await;
-    let r = &resp.responses[0];
-    (
-        r.error_code,
-        r.error_message.as_ref().map(|m| m.to_string()),
-    )
+    incremental_alter(c, ty, name, ops, validate_only).await
 }
 
 /// Legacy AlterConfigs replacing the whole set of one BROKER resource.

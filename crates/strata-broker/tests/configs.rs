@@ -7,12 +7,8 @@ mod common;
 
 use common::*;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
 use kafka_protocol::messages::{
     AlterConfigsRequest, DescribeConfigsRequest, DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -41,22 +37,7 @@ fn value(resp: &DescribeConfigsResponse, name: &str) -> (Option<String>, i8) {
 }
 
 async fn incremental(c: &mut Client, topic: &str, ops: &[(&str, i8, Option<&str>)]) -> i16 {
-    let mut r = AlterConfigsResource::default();
-    r.resource_type = TOPIC;
-    r.resource_name = StrBytes::from_string(topic.to_string());
-    r.configs = ops
-        .iter()
-        .map(|(n, op, v)| {
-            let mut a = AlterableConfig::default();
-            a.name = StrBytes::from_string(n.to_string());
-            a.config_operation = *op;
-            a.value = v.map(|v| StrBytes::from_string(v.to_string()));
-            a
-        })
-        .collect();
-    let mut req = IncrementalAlterConfigsRequest::default();
-    req.resources = vec![r];
-    c.call(&req, 1).await.responses[0].error_code
+    incremental_alter(c, TOPIC, topic, ops, false).await.0
 }
 
 #[tokio::test]

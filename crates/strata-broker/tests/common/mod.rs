@@ -299,3 +299,41 @@ pub async fn create_topic_with(
     let resp = client.call(&req, 7).await;
     resp.topics[0].error_code
 }
+
+/// IncrementalAlterConfigs on one resource (`ty`, `name`) with `ops` as
+/// (config name, operation, value); returns the resource's (error code,
+/// error message).
+pub async fn incremental_alter(
+    c: &mut Client,
+    ty: i8,
+    name: &str,
+    ops: &[(&str, i8, Option<&str>)],
+    validate_only: bool,
+) -> (i16, Option<String>) {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::IncrementalAlterConfigsRequest;
+    let mut r = AlterConfigsResource::default();
+    r.resource_type = ty;
+    r.resource_name = StrBytes::from_string(name.to_string());
+    r.configs = ops
+        .iter()
+        .map(|(n, op, v)| {
+            let mut a = AlterableConfig::default();
+            a.name = StrBytes::from_string(n.to_string());
+            a.config_operation = *op;
+            a.value = v.map(|v| StrBytes::from_string(v.to_string()));
+            a
+        })
+        .collect();
+    let mut req = IncrementalAlterConfigsRequest::default();
+    req.resources = vec![r];
+    req.validate_only = validate_only;
+    let resp = c.call(&req, 1).await;
+    let r = &resp.responses[0];
+    (
+        r.error_code,
+        r.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
