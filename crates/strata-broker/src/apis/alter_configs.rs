@@ -86,28 +86,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: AlterConfigsRequest) -> Al
         .collect();
     let results = ctx
         .broker
-        .blocking(move |b| {
-            let dup = duplicated(&resources);
-            resources
-                .into_iter()
-                .zip(dup)
-                .map(|((ty, name, ops), dup)| {
-                    let r = if dup {
-                        Err(DUPLICATE_RESOURCE)
-                    } else {
-                        apply(
-                            b,
-                            ty,
-                            &name,
-                            validate_only,
-                            |_| replace_all(&ops),
-                            |_| dynamic_config::replace_all(&ops),
-                        )
-                    };
-                    (ty, name, r)
-                })
-                .collect::<Vec<_>>()
-        })
+        .blocking(move |b| apply_all(b, resources, validate_only, false))
         .await;
     let mut resp = AlterConfigsResponse::default();
     for (ty, name, result) in results {
@@ -148,29 +127,7 @@ pub(crate) async fn handle_incremental(
         .collect();
     let results = ctx
         .broker
-        .blocking(move |b| {
-            let dup = duplicated(&resources);
-            resources
-                .into_iter()
-                .zip(dup)
-                .map(|((ty, name, ops), dup)| {
-                    let base = b.log_defaults();
-                    let r = if dup {
-                        Err(DUPLICATE_RESOURCE)
-                    } else {
-                        apply(
-                            b,
-                            ty,
-                            &name,
-                            validate_only,
-                            |current| incremental(&base, current, &ops),
-                            |current| dynamic_config::incremental(current, &ops),
-                        )
-                    };
-                    (ty, name, r)
-                })
-                .collect::<Vec<_>>()
-        })
+        .blocking(move |b| apply_all(b, resources, validate_only, true))
         .await;
     let mut resp = IncrementalAlterConfigsResponse::default();
     for (ty, name, result) in results {
@@ -184,6 +141,47 @@ pub(crate) async fn handle_incremental(
         resp.responses.push(r);
     }
     resp
+}
+
+/// Apply every resource's ops, each resource on its own (a resource named
+/// twice fails both times): `incremental` selects IncrementalAlterConfigs'
+/// per-op semantics, otherwise AlterConfigs replaces the whole set.
+fn apply_all(
+    b: &Broker,
+    resources: Vec<(i8, String, Vec<Op>)>,
+    validate_only: bool,
+    incremental_ops: bool,
+) -> Vec<(i8, String, Result<(), Failure>)> {
+    let dup = duplicated(&resources);
+    resources
+        .into_iter()
+        .zip(dup)
+        .map(|((ty, name, ops), dup)| {
+            let r = if dup {
+                Err(DUPLICATE_RESOURCE)
+            } else if incremental_ops {
+                let base = b.log_defaults();
+                apply(
+                    b,
+                    ty,
+                    &name,
+                    validate_only,
+                    |current| incremental(&base, current, &ops),
+                    |current| dynamic_config::incremental(current, &ops),
+                )
+            } else {
+                apply(
+                    b,
+                    ty,
+                    &name,
+                    validate_only,
+                    |_| replace_all(&ops),
+                    |_| dynamic_config::replace_all(&ops),
+                )
+            };
+            (ty, name, r)
+        })
+        .collect()
 }
 
 fn apply(

@@ -388,56 +388,41 @@ fn first_bad_property(merged: &BTreeMap<String, String>, e: &strata_log::ConfigE
 /// Kafka `DynamicLogConfig.validateReconfiguration`: local retention must
 /// fit inside total retention.
 fn check_local_retention(c: &LogConfig) -> Result<(), DynamicConfigError> {
-    let bad = |name: &str, value: i64, reason: String| DynamicConfigError::InvalidValue {
-        name: name.to_string(),
-        value: value.to_string(),
-        reason,
+    local_fits_total(
+        ("log.local.retention.ms", c.local_retention_ms),
+        ("log.retention.ms", c.retention_ms),
+        c.retention_ms != -1,
+    )?;
+    local_fits_total(
+        ("log.local.retention.bytes", c.local_retention_bytes),
+        ("log.retention.bytes", c.retention_bytes),
+        c.retention_bytes > -1,
+    )
+}
+
+/// Kafka's broker-level rule for one (local, total) retention pair: with a
+/// bounded total, a local value other than -2 (follow the total) must be
+/// neither -1 (unlimited) nor above the total.
+fn local_fits_total(
+    (local_name, local): (&str, i64),
+    (total_name, total): (&str, i64),
+    total_bounded: bool,
+) -> Result<(), DynamicConfigError> {
+    if !total_bounded || local == -2 {
+        return Ok(());
+    }
+    let reason = if local == -1 {
+        format!("Value must not be -1 as {total_name} value is set as {total}.")
+    } else if local > total {
+        format!("Value must not be more than {total_name} property value: {total}")
+    } else {
+        return Ok(());
     };
-    if c.retention_ms != -1 && c.local_retention_ms != -2 {
-        if c.local_retention_ms == -1 {
-            return Err(bad(
-                "log.local.retention.ms",
-                -1,
-                format!(
-                    "Value must not be -1 as log.retention.ms value is set as {}.",
-                    c.retention_ms
-                ),
-            ));
-        }
-        if c.local_retention_ms > c.retention_ms {
-            return Err(bad(
-                "log.local.retention.ms",
-                c.local_retention_ms,
-                format!(
-                    "Value must not be more than log.retention.ms property value: {}",
-                    c.retention_ms
-                ),
-            ));
-        }
-    }
-    if c.retention_bytes > -1 && c.local_retention_bytes != -2 {
-        if c.local_retention_bytes == -1 {
-            return Err(bad(
-                "log.local.retention.bytes",
-                -1,
-                format!(
-                    "Value must not be -1 as log.retention.bytes value is set as {}.",
-                    c.retention_bytes
-                ),
-            ));
-        }
-        if c.local_retention_bytes > c.retention_bytes {
-            return Err(bad(
-                "log.local.retention.bytes",
-                c.local_retention_bytes,
-                format!(
-                    "Value must not be more than log.retention.bytes property value: {}",
-                    c.retention_bytes
-                ),
-            ));
-        }
-    }
-    Ok(())
+    Err(DynamicConfigError::InvalidValue {
+        name: local_name.to_string(),
+        value: local.to_string(),
+        reason,
+    })
 }
 
 impl Broker {
