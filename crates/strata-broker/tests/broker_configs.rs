@@ -9,14 +9,12 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResourceResult;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::{
-    AlterConfigsRequest, DescribeConfigsRequest, DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest,
+    AlterConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -31,14 +29,7 @@ const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
 
 async fn describe(c: &mut Client, ty: i8, name: &str) -> DescribeConfigsResponse {
-    let mut r = DescribeConfigsResource::default();
-    r.resource_type = ty;
-    r.resource_name = StrBytes::from_string(name.to_string());
-    r.configuration_keys = None;
-    let mut req = DescribeConfigsRequest::default();
-    req.resources = vec![r];
-    req.include_synonyms = true;
-    c.call(&req, 4).await
+    describe_configs(c, ty, name).await
 }
 
 fn entry<'a>(resp: &'a DescribeConfigsResponse, name: &str) -> &'a DescribeConfigsResourceResult {

@@ -6,25 +6,14 @@
 mod common;
 
 use common::*;
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::{
-    AlterConfigsRequest, DescribeConfigsRequest, DescribeConfigsResponse,
-};
+use kafka_protocol::messages::{AlterConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
 
 async fn describe(c: &mut Client, ty: i8, name: &str) -> DescribeConfigsResponse {
-    let mut r = DescribeConfigsResource::default();
-    r.resource_type = ty;
-    r.resource_name = StrBytes::from_string(name.to_string());
-    r.configuration_keys = None;
-    let mut req = DescribeConfigsRequest::default();
-    req.resources = vec![r];
-    req.include_synonyms = true;
-    req.include_documentation = true;
-    c.call(&req, 4).await
+    describe_configs(c, ty, name).await
 }
 
 fn value(resp: &DescribeConfigsResponse, name: &str) -> (Option<String>, i8) {

@@ -337,3 +337,23 @@ pub async fn incremental_alter(
         r.error_message.as_ref().map(|m| m.to_string()),
     )
 }
+
+/// DescribeConfigs (v4, synonyms and documentation included) of every config
+/// of one resource.
+pub async fn describe_configs(
+    c: &mut Client,
+    ty: i8,
+    name: &str,
+) -> kafka_protocol::messages::DescribeConfigsResponse {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::DescribeConfigsRequest;
+    let mut r = DescribeConfigsResource::default();
+    r.resource_type = ty;
+    r.resource_name = StrBytes::from_string(name.to_string());
+    r.configuration_keys = None;
+    let mut req = DescribeConfigsRequest::default();
+    req.resources = vec![r];
+    req.include_synonyms = true;
+    req.include_documentation = true;
+    c.call(&req, 4).await
+}
