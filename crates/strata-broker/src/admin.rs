@@ -30,6 +30,19 @@ impl Broker {
         replication_factor: i16,
         start: i32,
     ) -> Result<Vec<Vec<i32>>, ApiError> {
+        // Before placing anything: a request for 2^31-1 partitions must be an
+        // error, not an attempt to build 2^31-1 assignments and directories.
+        let existing: i64 = self
+            .topics
+            .list()
+            .iter()
+            .map(|t| i64::from(t.partitions))
+            .sum();
+        if partitions > 0 && existing + i64::from(partitions) > self.config.max_partitions as i64 {
+            return Err(ApiError::InvalidPartitions {
+                reason: "the broker would hold more partitions than strata.max.partitions allows",
+            });
+        }
         let me = [BrokerMetadata {
             id: self.config.node_id,
             rack: self.config.rack.clone(),

@@ -13,6 +13,7 @@
 //! `max.connections` to 1000 (Kafka: unbounded).
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -138,6 +139,18 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// `max.connections`: concurrent client connections.
     pub max_connections: usize,
+    /// `connections.max.idle.ms`: a connection with no request in flight and no
+    /// byte of a new one received for this long is closed (Kafka default 10 min).
+    pub connections_max_idle_ms: u64,
+    /// `strata.request.receive.timeout.ms`: once the first byte of a request frame
+    /// has arrived, the whole frame must arrive within this (and within
+    /// `connections.max.idle.ms`), or the connection is closed.
+    pub request_receive_timeout_ms: u64,
+    /// `max.connections.per.ip` and `max.connections.per.ip.overrides`.
+    pub connection_limits: ConnectionLimits,
+    /// `strata.max.partitions`: partitions the broker may hold in all; CreateTopics
+    /// and CreatePartitions beyond it get INVALID_PARTITIONS (Kafka has no limit).
+    pub max_partitions: usize,
     /// `message.max.bytes` (also the broker default of topic `max.message.bytes`).
     pub message_max_bytes: i32,
     /// `num.recovery.threads.per.data.dir`.
@@ -253,6 +266,19 @@ impl BrokerConfig {
         if max_connections < 1 {
             return Err(p.invalid("max.connections", "must be >= 1"));
         }
+        let idle_ms = p.get_or("connections.max.idle.ms", 600_000i64)?;
+        if idle_ms < 1 {
+            return Err(p.invalid("connections.max.idle.ms", "must be >= 1"));
+        }
+        let receive_ms = p.get_or("strata.request.receive.timeout.ms", 30_000i64)?;
+        if receive_ms < 1 {
+            return Err(p.invalid("strata.request.receive.timeout.ms", "must be >= 1"));
+        }
+        let connection_limits = ConnectionLimits::parse(&p)?;
+        let max_partitions = p.get_or("strata.max.partitions", 100_000i32)?;
+        if max_partitions < 1 {
+            return Err(p.invalid("strata.max.partitions", "must be >= 1"));
+        }
         let message_max_bytes = p.get_or("message.max.bytes", 1_048_588i32)?;
         if message_max_bytes < 0 {
             return Err(p.invalid("message.max.bytes", "must be >= 0"));
@@ -292,6 +318,10 @@ impl BrokerConfig {
             auto_create_topics_enable: p.get_or("auto.create.topics.enable", true)?,
             socket_request_max_bytes: socket_request_max_bytes as usize,
             max_connections: max_connections as usize,
+            connections_max_idle_ms: idle_ms as u64,
+            request_receive_timeout_ms: receive_ms as u64,
+            connection_limits,
+            max_partitions: max_partitions as usize,
             message_max_bytes,
             num_recovery_threads_per_data_dir: recovery as usize,
             log_segment_delete_delay_ms: delete_delay,
@@ -330,6 +360,11 @@ pub(crate) const BROKER_PROPERTIES: &[&str] = &[
     "auto.create.topics.enable",
     "socket.request.max.bytes",
     "max.connections",
+    "connections.max.idle.ms",
+    "strata.request.receive.timeout.ms",
+    "strata.max.partitions",
+    "max.connections.per.ip",
+    "max.connections.per.ip.overrides",
     "message.max.bytes",
     "num.recovery.threads.per.data.dir",
     "log.segment.delete.delay.ms",
@@ -355,6 +390,84 @@ fn is_known(name: &str) -> bool {
         || LogConfig::definitions()
             .iter()
             .any(|d| d.name == name || d.synonyms.iter().any(|(s, _)| *s == name))
+}
+
+/// Per-client-address connection limits (Kafka's `ConnectionQuotas`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// `max.connections.per.ip` (Kafka default `Int.MaxValue`).
+    pub per_ip: usize,
+    /// `max.connections.per.ip.overrides`: `host:count,...`; host names are
+    /// resolved once, at start, as Kafka does.
+    pub overrides: BTreeMap<IpAddr, usize>,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            per_ip: i32::MAX as usize,
+            overrides: BTreeMap::new(),
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// The limit for connections from `ip`.
+    pub fn limit_for(&self, ip: IpAddr) -> usize {
+        self.overrides.get(&ip).copied().unwrap_or(self.per_ip)
+    }
+
+    fn parse(p: &Props<'_>) -> Result<ConnectionLimits, ConfigError> {
+        const OVERRIDES: &str = "max.connections.per.ip.overrides";
+        let per_ip = p.get_or("max.connections.per.ip", i32::MAX)?;
+        let mut overrides = BTreeMap::new();
+        for entry in p.str(OVERRIDES).unwrap_or("").split(',') {
+            let entry = entry.trim();
+            if entry.is_empty() {
+                continue;
+            }
+            let bad = |reason| ConfigError::InvalidValue {
+                name: OVERRIDES.to_string(),
+                value: p.str(OVERRIDES).unwrap_or_default().to_string(),
+                reason,
+            };
+            let (host, count) = entry
+                .rsplit_once(':')
+                .ok_or_else(|| bad("expected a comma-separated list of host:count"))?;
+            let count: i32 = count
+                .trim()
+                .parse()
+                .map_err(|_| bad("a connection count is not a number"))?;
+            if count < 0 {
+                return Err(bad("a connection count must be >= 0"));
+            }
+            let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+            let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
+                Ok(ip) => vec![ip],
+                Err(_) => (host, 0u16)
+                    .to_socket_addrs()
+                    .map_err(|_| bad("a host name does not resolve"))?
+                    .map(|a| a.ip())
+                    .collect(),
+            };
+            for ip in addrs {
+                overrides.insert(ip, count as usize);
+            }
+        }
+        if per_ip < 0 {
+            return Err(p.invalid("max.connections.per.ip", "must be >= 0"));
+        }
+        if per_ip == 0 && overrides.is_empty() {
+            return Err(p.invalid(
+                "max.connections.per.ip",
+                "may be 0 only when max.connections.per.ip.overrides is set",
+            ));
+        }
+        Ok(ConnectionLimits {
+            per_ip: per_ip as usize,
+            overrides,
+        })
+    }
 }
 
 fn single_listener(prop: &str, value: &str) -> Result<Listener, ConfigError> {
@@ -430,6 +543,54 @@ mod tests {
         assert_eq!(c.offsets_topic_num_partitions, 50);
         assert!(!c.durable_append);
         assert_eq!(c.log_config, LogConfig::default());
+        assert_eq!(c.connections_max_idle_ms, 600_000);
+        assert_eq!(c.request_receive_timeout_ms, 30_000);
+        assert_eq!(c.connection_limits, ConnectionLimits::default());
+    }
+
+    #[test]
+    fn connection_limits_parse_overrides_and_refuse_bad_values() {
+        let c = BrokerConfig::from_properties(props(&[
+            ("max.connections.per.ip", "5"),
+            (
+                "max.connections.per.ip.overrides",
+                "127.0.0.2:7, [::1]:0,localhost:9",
+            ),
+            ("connections.max.idle.ms", "1500"),
+        ]))
+        .unwrap();
+        let limits = &c.connection_limits;
+        assert_eq!(limits.limit_for("127.0.0.3".parse().unwrap()), 5);
+        assert_eq!(limits.limit_for("127.0.0.2".parse().unwrap()), 7);
+        // localhost resolves to 127.0.0.1 (at least), and wins over the [::1] entry only
+        // where it resolves to the same address.
+        assert_eq!(limits.limit_for("127.0.0.1".parse().unwrap()), 9);
+        assert_eq!(c.connections_max_idle_ms, 1500);
+        for (key, value) in [
+            ("max.connections.per.ip", "-1"),
+            ("max.connections.per.ip", "0"),
+            ("max.connections.per.ip.overrides", "127.0.0.1"),
+            ("max.connections.per.ip.overrides", "127.0.0.1:many"),
+            ("max.connections.per.ip.overrides", "127.0.0.1:-2"),
+            ("connections.max.idle.ms", "0"),
+            ("strata.request.receive.timeout.ms", "-5"),
+        ] {
+            let err = BrokerConfig::from_properties(props(&[(key, value)])).unwrap_err();
+            assert!(
+                matches!(err, ConfigError::InvalidValue { ref name, .. } if name == key),
+                "{key}={value}: {err}"
+            );
+        }
+        // 0 per ip is allowed when overrides let some addresses in (Kafka's rule).
+        let c = BrokerConfig::from_properties(props(&[
+            ("max.connections.per.ip", "0"),
+            ("max.connections.per.ip.overrides", "127.0.0.1:3"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            c.connection_limits.limit_for("127.0.0.4".parse().unwrap()),
+            0
+        );
     }
 
     #[test]

@@ -38,7 +38,10 @@ mod stats;
 mod tiered;
 mod topics;
 
-pub use config::{BrokerConfig, ConfigError, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR};
+pub use config::{
+    BrokerConfig, ConfigError, ConnectionLimits, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR,
+};
+pub use dispatch::{decode_request, DispatchError};
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
 pub use error::BrokerError;
 pub use server::{serve_main, start, start_with_clock, BrokerHandle};
