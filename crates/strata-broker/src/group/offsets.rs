@@ -100,7 +100,7 @@ impl GroupManager {
                     leader_epoch: (p.leader_epoch >= 0).then_some(p.leader_epoch),
                     metadata,
                     commit_timestamp: if p.commit_timestamp < 0 { ops.now } else { p.commit_timestamp },
-                    expire_timestamp: (retention >= 0).then_some(ops.now + retention),
+                    expire_timestamp: (retention >= 0).then_some(ops.now.saturating_add(retention)),
                     record_offset: -1,
                 };
                 records.push(StoreRecord {
