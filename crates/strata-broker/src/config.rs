@@ -148,6 +148,8 @@ pub struct BrokerConfig {
     pub request_receive_timeout_ms: u64,
     /// `max.connections.per.ip` and `max.connections.per.ip.overrides`.
     pub connection_limits: ConnectionLimits,
+    /// `socket.listen.backlog.size`: pending connections the listener queues (Kafka: 50).
+    pub socket_listen_backlog_size: u32,
     /// `strata.max.partitions`: partitions the broker may hold in all; CreateTopics
     /// and CreatePartitions beyond it get INVALID_PARTITIONS (Kafka has no limit).
     pub max_partitions: usize,
@@ -275,6 +277,10 @@ impl BrokerConfig {
             return Err(p.invalid("strata.request.receive.timeout.ms", "must be >= 1"));
         }
         let connection_limits = ConnectionLimits::parse(&p)?;
+        let backlog = p.get_or("socket.listen.backlog.size", 50i32)?;
+        if backlog < 1 {
+            return Err(p.invalid("socket.listen.backlog.size", "must be >= 1"));
+        }
         let max_partitions = p.get_or("strata.max.partitions", 100_000i32)?;
         if max_partitions < 1 {
             return Err(p.invalid("strata.max.partitions", "must be >= 1"));
@@ -321,6 +327,7 @@ impl BrokerConfig {
             connections_max_idle_ms: idle_ms as u64,
             request_receive_timeout_ms: receive_ms as u64,
             connection_limits,
+            socket_listen_backlog_size: backlog as u32,
             max_partitions: max_partitions as usize,
             message_max_bytes,
             num_recovery_threads_per_data_dir: recovery as usize,
@@ -365,6 +372,7 @@ pub(crate) const BROKER_PROPERTIES: &[&str] = &[
     "strata.max.partitions",
     "max.connections.per.ip",
     "max.connections.per.ip.overrides",
+    "socket.listen.backlog.size",
     "message.max.bytes",
     "num.recovery.threads.per.data.dir",
     "log.segment.delete.delay.ms",
@@ -546,6 +554,7 @@ mod tests {
         assert_eq!(c.connections_max_idle_ms, 600_000);
         assert_eq!(c.request_receive_timeout_ms, 30_000);
         assert_eq!(c.connection_limits, ConnectionLimits::default());
+        assert_eq!(c.socket_listen_backlog_size, 50);
     }
 
     #[test]
@@ -574,6 +583,7 @@ mod tests {
             ("max.connections.per.ip.overrides", "127.0.0.1:-2"),
             ("connections.max.idle.ms", "0"),
             ("strata.request.receive.timeout.ms", "-5"),
+            ("socket.listen.backlog.size", "0"),
         ] {
             let err = BrokerConfig::from_properties(props(&[(key, value)])).unwrap_err();
             assert!(

@@ -8,6 +8,14 @@
 //! producer connection. Answers go through a bounded queue to a writer task
 //! that coalesces small responses into one socket write and sends record
 //! data of fetch responses with `sendfile(2)` ([`ResponsePart::File`]).
+//!
+//! Time limits ([`FrameLimits`]): a connection that has no request in flight
+//! and has received no byte of a new one for `connections.max.idle.ms` is
+//! closed (Kafka's idle expiry), and once a frame's first byte has arrived the
+//! whole frame must arrive within `strata.request.receive.timeout.ms` (Kafka
+//! has no such deadline: a sender of one byte a second keeps a Kafka
+//! connection forever). Memory for a frame is reserved as its bytes arrive,
+//! not when its size prefix announces them.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -21,6 +29,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 use crate::broker::Broker;
 use crate::dispatch;
@@ -32,6 +41,32 @@ const WRITE_QUEUE: usize = 16;
 const COALESCE_BYTES: usize = 64 * 1024;
 /// How long shutdown waits for a connection's queued answers to be written.
 const SHUTDOWN_WRITE_GRACE: Duration = Duration::from_secs(5);
+/// A frame's buffer grows by at most this much per read, so a size prefix
+/// alone (up to `socket.request.max.bytes`) reserves nothing large.
+const READ_RESERVE_STEP: usize = 64 * 1024;
+
+/// How frames may arrive on a connection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FrameLimits {
+    /// `socket.request.max.bytes`.
+    pub max_bytes: usize,
+    /// `connections.max.idle.ms`: waiting for the first byte of a frame.
+    pub idle: Duration,
+    /// From a frame's first byte to its last: `strata.request.receive.timeout.ms`,
+    /// capped by the idle time.
+    pub receive: Duration,
+}
+
+impl FrameLimits {
+    pub(crate) fn from_config(config: &crate::config::BrokerConfig) -> FrameLimits {
+        let idle = Duration::from_millis(config.connections_max_idle_ms);
+        FrameLimits {
+            max_bytes: config.socket_request_max_bytes,
+            idle,
+            receive: Duration::from_millis(config.request_receive_timeout_ms).min(idle),
+        }
+    }
+}
 
 /// A piece of a response frame.
 #[derive(Debug)]
@@ -63,6 +98,18 @@ pub(crate) enum FrameError {
     TooLarge { size: i32, max: usize },
     #[error("connection closed in the middle of a frame ({buffered} bytes buffered)")]
     Truncated { buffered: usize },
+    #[error("connection idle for {idle:?} (connections.max.idle.ms)")]
+    Idle { idle: Duration },
+    #[error(
+        "request frame not received within {timeout:?} of its first byte \
+         ({received} of {expected} bytes; strata.request.receive.timeout.ms)"
+    )]
+    SlowFrame {
+        timeout: Duration,
+        received: usize,
+        /// The frame's announced size with its prefix (0 until the prefix is in).
+        expected: usize,
+    },
     #[error("socket read failed")]
     Io(#[from] io::Error),
 }
@@ -81,11 +128,11 @@ pub(crate) async fn run(
     let (mut reader, writer) = socket.into_split();
     let (tx, rx) = mpsc::channel::<Response>(WRITE_QUEUE);
     let writer_task = tokio::spawn(write_loop(writer, rx, broker.clone()));
-    let max = broker.config.socket_request_max_bytes;
+    let limits = FrameLimits::from_config(&broker.config);
     let mut buf = BytesMut::with_capacity(8 * 1024);
     loop {
         let frame = tokio::select! {
-            frame = read_frame(&mut reader, &mut buf, max) => frame,
+            frame = read_frame(&mut reader, &mut buf, limits) => frame,
             _ = shutdown.changed() => break,
         };
         let frame = match frame {
@@ -100,8 +147,16 @@ pub(crate) async fn run(
                 tracing::debug!(?peer, %error, "peer reset the connection");
                 break;
             }
+            Err(FrameError::Idle { idle }) => {
+                Stats::add(&broker.stats.connections_expired, 1);
+                tracing::debug!(?peer, ?idle, "closing idle connection");
+                break;
+            }
             Err(error) => {
-                tracing::info!(?peer, %error, "closing connection");
+                if matches!(error, FrameError::SlowFrame { .. }) {
+                    Stats::add(&broker.stats.connections_expired, 1);
+                }
+                crate::protocol_log::protocol_error(peer, "closing connection", &error);
                 break;
             }
         };
@@ -119,7 +174,11 @@ pub(crate) async fn run(
             }
             Ok(None) => {}
             Err(error) => {
-                tracing::info!(?peer, %error, "closing connection after a bad request");
+                crate::protocol_log::protocol_error(
+                    peer,
+                    "closing connection after a bad request",
+                    &error,
+                );
                 break;
             }
         }
@@ -149,27 +208,62 @@ pub(crate) async fn run(
 }
 
 /// Read one frame (without its size prefix). `Ok(None)` on a clean EOF.
+///
+/// Bytes of a following frame may already sit in `buf` (pipelined requests);
+/// they count as that frame's first bytes, received now.
+///
+/// # Errors
+/// [`FrameError::Idle`] when no byte arrives within `limits.idle`,
+/// [`FrameError::SlowFrame`] when a started frame is not complete within
+/// `limits.receive`, [`FrameError::TooLarge`], [`FrameError::Truncated`], or
+/// the socket's error.
 pub(crate) async fn read_frame(
     reader: &mut OwnedReadHalf,
     buf: &mut BytesMut,
-    max: usize,
+    limits: FrameLimits,
 ) -> Result<Option<Bytes>, FrameError> {
+    let idle_deadline = Instant::now() + limits.idle;
+    let mut frame_deadline = (!buf.is_empty()).then(|| Instant::now() + limits.receive);
+    let mut expected = 0;
     loop {
         if buf.len() >= 4 {
             let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-            if size < 0 || size as usize > max {
-                return Err(FrameError::TooLarge { size, max });
+            if size < 0 || size as usize > limits.max_bytes {
+                return Err(FrameError::TooLarge {
+                    size,
+                    max: limits.max_bytes,
+                });
             }
             let total = 4 + size as usize;
             if buf.len() >= total {
                 buf.advance(4);
                 return Ok(Some(buf.split_to(size as usize).freeze()));
             }
-            buf.reserve(total - buf.len());
+            expected = total;
+            buf.reserve((total - buf.len()).min(READ_RESERVE_STEP));
         } else if buf.capacity() - buf.len() < 4096 {
             buf.reserve(8 * 1024);
         }
-        if reader.read_buf(buf).await? == 0 {
+        // `read_buf` is cancel safe: on a timeout no received byte is lost.
+        let read = tokio::time::timeout_at(
+            frame_deadline.unwrap_or(idle_deadline),
+            reader.read_buf(buf),
+        )
+        .await;
+        let n = match read {
+            Ok(result) => result?,
+            Err(_elapsed) => {
+                return Err(match frame_deadline {
+                    None => FrameError::Idle { idle: limits.idle },
+                    Some(_) => FrameError::SlowFrame {
+                        timeout: limits.receive,
+                        received: buf.len(),
+                        expected,
+                    },
+                })
+            }
+        };
+        if n == 0 {
             return if buf.is_empty() {
                 Ok(None)
             } else {
@@ -177,6 +271,9 @@ pub(crate) async fn read_frame(
                     buffered: buf.len(),
                 })
             };
+        }
+        if frame_deadline.is_none() {
+            frame_deadline = Some(Instant::now() + limits.receive);
         }
     }
 }

@@ -10,7 +10,10 @@
 //! - [`config`](BrokerConfig): `server.properties` names and defaults, one pass.
 //! - `properties`: the `.properties` file syntax.
 //! - `server`: listener, connection limit, startup, graceful shutdown, [`serve_main`].
-//! - `connection`: frames in, responses out in order; zero-copy writer.
+//! - `connection`: frames in, responses out in order; zero-copy writer; idle
+//!   and frame-arrival deadlines.
+//! - `connection_quotas`: per-client-address connection limits.
+//! - `protocol_log`: rate-limited INFO lines for protocol errors, error chains.
 //! - `dispatch`: header decoding, version checks, response encoding.
 //! - `apis`: one module per Kafka API.
 //! - `broker`: the state handlers share.
@@ -25,6 +28,7 @@ mod apis;
 mod broker;
 mod config;
 mod connection;
+mod connection_quotas;
 mod dispatch;
 mod dynamic_config;
 mod error;
@@ -32,6 +36,7 @@ mod errors;
 mod group;
 mod placement;
 mod properties;
+mod protocol_log;
 mod reconcile;
 mod server;
 mod stats;

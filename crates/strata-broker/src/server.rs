@@ -1,6 +1,8 @@
 //! The listener: startup (open the topic store and the log manager,
-//! reconcile them, bind), the accept loop with its connection limit
-//! (`max.connections`, a semaphore), and graceful shutdown (stop accepting,
+//! reconcile them, bind), the accept loop with its connection limits
+//! (`max.connections`, a semaphore taken before `accept`, so excess clients
+//! wait in the listen backlog until a connection closes or expires; and
+//! `max.connections.per.ip`, checked after `accept`), and graceful shutdown (stop accepting,
 //! let connections finish their current request, then `LogManager::shutdown`
 //! which flushes, checkpoints and writes the clean-shutdown markers).
 
@@ -10,17 +12,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strata_log::{LogManager, LogManagerConfig, SharedClock, SystemClock};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::broker::{effective_config, Broker};
 use crate::config::BrokerConfig;
 use crate::connection;
+use crate::connection_quotas::ConnectionQuotas;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::BrokerError;
 use crate::reconcile;
 use crate::stats::BrokerStats;
+use crate::stats::Stats;
 use crate::topics::TopicStore;
 
 /// A running broker.
@@ -102,7 +106,7 @@ pub async fn start_with_clock(
                 source,
             })??;
     let addr = config.listener.bind_address();
-    let listener = TcpListener::bind(&addr)
+    let listener = bind(&addr, config.socket_listen_backlog_size)
         .await
         .map_err(|source| BrokerError::Bind {
             addr: addr.clone(),
@@ -126,10 +130,12 @@ pub async fn start_with_clock(
     crate::tiered::start(&broker, clock.clone()).await?;
     let (done_tx, done_rx) = mpsc::channel::<()>(1);
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
+    let quotas = ConnectionQuotas::new(broker.config.connection_limits.clone());
     let accept_task = tokio::spawn(accept_loop(
         listener,
         broker.clone(),
         limit,
+        quotas,
         shutdown_rx,
         done_tx,
     ));
@@ -141,6 +147,31 @@ pub async fn start_with_clock(
         accept_task,
         connections_done: done_rx,
     })
+}
+
+/// Bind the listener with `socket.listen.backlog.size` pending connections
+/// (the kernel caps it at `net.core.somaxconn`). Clients over `max.connections`
+/// wait there; beyond it the kernel drops or cookies their handshakes.
+async fn bind(addr: &str, backlog: u32) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host(addr).await? {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr).and_then(|()| socket.listen(backlog)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "address resolved to nothing",
+        )
+    }))
 }
 
 type Storage = (
@@ -196,6 +227,7 @@ async fn accept_loop(
     listener: TcpListener,
     broker: Arc<Broker>,
     limit: Arc<Semaphore>,
+    quotas: Arc<ConnectionQuotas>,
     mut shutdown: watch::Receiver<bool>,
     done: mpsc::Sender<()>,
 ) {
@@ -212,13 +244,27 @@ async fn accept_loop(
             _ = shutdown.changed() => return,
         };
         match accepted {
-            Ok((socket, _peer)) => {
-                crate::stats::Stats::add(&broker.stats.connections_accepted, 1);
+            Ok((socket, peer)) => {
+                let slot = match quotas.acquire(peer.ip()) {
+                    Ok(slot) => slot,
+                    Err(refused) => {
+                        Stats::add(&broker.stats.connections_rejected, 1);
+                        crate::protocol_log::protocol_error(
+                            Some(peer),
+                            "rejected connection",
+                            &refused,
+                        );
+                        drop(socket);
+                        continue;
+                    }
+                };
+                Stats::add(&broker.stats.connections_accepted, 1);
                 let broker = broker.clone();
                 let shutdown = shutdown.clone();
                 let done = done.clone();
                 tokio::spawn(async move {
                     connection::run(broker, socket, shutdown).await;
+                    drop(slot);
                     drop(permit);
                     drop(done);
                 });

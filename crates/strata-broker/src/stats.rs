@@ -10,6 +10,10 @@ pub(crate) struct Stats {
     pub sendfile_calls: AtomicU64,
     pub sendfile_bytes: AtomicU64,
     pub connections_accepted: AtomicU64,
+    /// Closed by `max.connections.per.ip` right after accept.
+    pub connections_rejected: AtomicU64,
+    /// Closed for idleness or a frame that did not arrive in time.
+    pub connections_expired: AtomicU64,
     pub requests: AtomicU64,
     pub produced_batches_bytes: AtomicU64,
 }
@@ -22,6 +26,11 @@ pub struct BrokerStats {
     /// Bytes moved by `sendfile(2)`.
     pub sendfile_bytes: u64,
     pub connections_accepted: u64,
+    /// Connections refused by `max.connections.per.ip(.overrides)`.
+    pub connections_rejected: u64,
+    /// Connections closed by `connections.max.idle.ms` or
+    /// `strata.request.receive.timeout.ms`.
+    pub connections_expired: u64,
     pub requests: u64,
     /// Bytes of record batches appended by Produce.
     pub produced_bytes: u64,
@@ -37,6 +46,8 @@ impl Stats {
             sendfile_calls: self.sendfile_calls.load(Ordering::Relaxed),
             sendfile_bytes: self.sendfile_bytes.load(Ordering::Relaxed),
             connections_accepted: self.connections_accepted.load(Ordering::Relaxed),
+            connections_rejected: self.connections_rejected.load(Ordering::Relaxed),
+            connections_expired: self.connections_expired.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
             produced_bytes: self.produced_batches_bytes.load(Ordering::Relaxed),
         }
