@@ -7,6 +7,7 @@
 #      shared by the Rust tests and the broker binary the client tests start
 #   5. cargo test on the workspace (the fuzz crate and bench/rawfetch are separate workspaces)
 #   6. the real-client suite: pytest tests/clients against target/release/strata
+#   7. every fuzz target built and run briefly (scripts/fuzz-smoke.sh)
 # Exits non-zero on the first failing step and always prints a one-line summary.
 set -euo pipefail
 
@@ -51,4 +52,5 @@ step build cargo build --workspace --release --bins
 step rust-tests cargo test --workspace --release
 step client-tests env STRATA_BIN="$TARGET_DIR/release/strata" \
   .test-deps/venv/bin/python -m pytest tests/clients -q
+step fuzz scripts/fuzz-smoke.sh
 CURRENT=done
