@@ -9,7 +9,9 @@
 //!    an index failing the checks is rebuilt, a missing `.timeindex` becomes
 //!    an empty one;
 //! 5. after an unclean shutdown recover from the segment holding the
-//!    recovery point to the end; a truncated segment drops all later ones;
+//!    recovery point to the end; a truncated segment drops all later ones.
+//!    After a clean shutdown check that the active segment ends on a whole
+//!    batch (from its last index entry) and recover it if not (Strata only);
 //! 6. log start / end, recovery point, epoch cache trimming, and the active
 //!    segment's indexes resized to `segment.index.bytes`.
 
@@ -66,6 +68,9 @@ pub struct RecoveryStats {
     pub empty_time_indexes: Vec<Offset>,
     /// Bytes cut from torn or corrupt tails.
     pub truncated_bytes: u64,
+    /// After a clean shutdown: bytes of the active segment read by the tail
+    /// check (from its last offset-index entry to the end of the file).
+    pub clean_tail_checked_bytes: u64,
     /// Segments deleted because an earlier one was truncated, or because the
     /// log end fell below the checkpointed log start.
     pub deleted_segments: Vec<Offset>,
@@ -206,6 +211,10 @@ pub(crate) fn load(
     clock: &dyn Clock,
 ) -> Result<Loaded, LogError> {
     fs::create_dir_all(dir).map_err(io(dir, "create partition dir"))?;
+    let partition = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut stats = RecoveryStats {
         had_clean_shutdown: params.had_clean_shutdown,
         ..RecoveryStats::default()
@@ -249,9 +258,37 @@ pub(crate) fn load(
     }
     stats.segments_loaded = segments.len();
 
-    // Step 7: recovery after an unclean shutdown.
-    if !params.had_clean_shutdown && !segments.is_empty() {
-        let start = crate::log::floor_index(&segments, params.recovery_point).unwrap_or(0);
+    // Step 7: recovery after an unclean shutdown, from the recovery point.
+    // After a clean one Kafka trusts the files; Strata still checks that the
+    // active segment ends on a whole batch (a bounded scan from its last
+    // index entry) and recovers it as the unclean path would if not, so a
+    // torn tail cannot hide valid batches or make offsets be reused.
+    let recover_from = if !params.had_clean_shutdown {
+        crate::log::floor_index(&segments, params.recovery_point).or(Some(0))
+    } else {
+        match segments.last() {
+            Some(active) if !stats.rebuilt_indexes.contains(&active.base_offset()) => {
+                let tail = active.check_tail()?;
+                stats.clean_tail_checked_bytes = tail.scanned_bytes;
+                if tail.whole {
+                    None
+                } else {
+                    tracing::warn!(
+                        partition = %partition,
+                        segment_base = active.base_offset().0,
+                        segment_bytes = active.size(),
+                        index_position = tail.from,
+                        valid_end = tail.valid_end,
+                        "active segment does not end on a whole batch after a clean shutdown; \
+                         recovering it"
+                    );
+                    Some(segments.len() - 1)
+                }
+            }
+            _ => None,
+        }
+    };
+    if let Some(start) = recover_from {
         let mut i = start;
         while i < segments.len() {
             let seg = &segments[i];
