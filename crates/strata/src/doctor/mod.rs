@@ -97,8 +97,9 @@ pub enum DoctorError {
     TopicStoreConfig {
         topic: String,
         path: PathBuf,
+        /// Boxed: with the topic and path the variant would be the largest.
         #[source]
-        source: ConfigError,
+        source: Box<ConfigError>,
     },
     #[error("{path}: neither a partition directory nor a log directory with partitions")]
     NothingToExamine { path: PathBuf },
@@ -207,7 +208,7 @@ impl OfflineConfig {
                     Some(s) => DoctorError::TopicStoreConfig {
                         topic: topic.to_owned(),
                         path: s.path.clone(),
-                        source,
+                        source: Box::new(source),
                     },
                     None => DoctorError::Config(source),
                 }
