@@ -9,7 +9,10 @@
 //!    an index failing the checks is rebuilt, a missing `.timeindex` becomes
 //!    an empty one;
 //! 5. after an unclean shutdown recover from the segment holding the
-//!    recovery point to the end; a truncated segment drops all later ones;
+//!    recovery point to the end; a truncated segment drops all later ones.
+//!    After a clean shutdown check that the active segment ends on a whole
+//!    batch (from its last index entry) and recover it if not (Strata only);
+//!    every cut and deletion is logged at WARN;
 //! 6. log start / end, recovery point, epoch cache trimming, and the active
 //!    segment's indexes resized to `segment.index.bytes`.
 
@@ -27,7 +30,7 @@ use crate::format::{
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::segment_config;
 use crate::segment::scan::FileBatches;
-use crate::segment::{EpochSink, IndexFileState, Segment};
+use crate::segment::{EpochSink, IndexFileState, Segment, SegmentRecovery};
 use crate::types::Offset;
 
 /// What the log manager knows about a partition before loading it.
@@ -66,6 +69,9 @@ pub struct RecoveryStats {
     pub empty_time_indexes: Vec<Offset>,
     /// Bytes cut from torn or corrupt tails.
     pub truncated_bytes: u64,
+    /// After a clean shutdown: bytes of the active segment read by the tail
+    /// check (from its last offset-index entry to the end of the file).
+    pub clean_tail_checked_bytes: u64,
     /// Segments deleted because an earlier one was truncated, or because the
     /// log end fell below the checkpointed log start.
     pub deleted_segments: Vec<Offset>,
@@ -198,6 +204,21 @@ fn scan_next_offset(path: &Path, base: Offset) -> Result<Offset, LogError> {
     Ok(next)
 }
 
+/// Kafka's "Found invalid messages in log segment ... truncating" warning,
+/// with the numbers as fields: what was cut and from where.
+fn warn_truncated(partition: &str, seg: &Segment, r: &SegmentRecovery) {
+    let kept = seg.size();
+    tracing::warn!(
+        partition = %partition,
+        segment_base = seg.base_offset().0,
+        truncated_at_offset = r.next_offset.0,
+        truncated_at_position = kept,
+        invalid_batch_position = r.invalid_at,
+        bytes_dropped = r.truncated_bytes,
+        "found an invalid or torn batch in log segment; truncating it to its last valid batch"
+    );
+}
+
 /// Load (and recover) a partition directory.
 pub(crate) fn load(
     dir: &Path,
@@ -206,6 +227,10 @@ pub(crate) fn load(
     clock: &dyn Clock,
 ) -> Result<Loaded, LogError> {
     fs::create_dir_all(dir).map_err(io(dir, "create partition dir"))?;
+    let partition = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut stats = RecoveryStats {
         had_clean_shutdown: params.had_clean_shutdown,
         ..RecoveryStats::default()
@@ -241,6 +266,9 @@ pub(crate) fn load(
             let r = seg.recover(Some(&mut epochs as &mut dyn EpochSink))?;
             stats.rebuilt_indexes.push(*base);
             stats.truncated_bytes += r.truncated_bytes;
+            if r.truncated_bytes > 0 {
+                warn_truncated(&partition, &seg, &r);
+            }
         } else if time_index == IndexFileState::Missing {
             seg.create_empty_time_index()?;
             stats.empty_time_indexes.push(*base);
@@ -249,19 +277,57 @@ pub(crate) fn load(
     }
     stats.segments_loaded = segments.len();
 
-    // Step 7: recovery after an unclean shutdown.
-    if !params.had_clean_shutdown && !segments.is_empty() {
-        let start = crate::log::floor_index(&segments, params.recovery_point).unwrap_or(0);
+    // Step 7: recovery after an unclean shutdown, from the recovery point.
+    // After a clean one Kafka trusts the files; Strata still checks that the
+    // active segment ends on a whole batch (a bounded scan from its last
+    // index entry) and recovers it as the unclean path would if not, so a
+    // torn tail cannot hide valid batches or make offsets be reused.
+    let recover_from = if !params.had_clean_shutdown {
+        crate::log::floor_index(&segments, params.recovery_point).or(Some(0))
+    } else {
+        match segments.last() {
+            Some(active) if !stats.rebuilt_indexes.contains(&active.base_offset()) => {
+                let tail = active.check_tail()?;
+                stats.clean_tail_checked_bytes = tail.scanned_bytes;
+                if tail.whole {
+                    None
+                } else {
+                    tracing::warn!(
+                        partition = %partition,
+                        segment_base = active.base_offset().0,
+                        segment_bytes = active.size(),
+                        index_position = tail.from,
+                        valid_end = tail.valid_end,
+                        "active segment does not end on a whole batch after a clean shutdown; \
+                         recovering it"
+                    );
+                    Some(segments.len() - 1)
+                }
+            }
+            _ => None,
+        }
+    };
+    if let Some(start) = recover_from {
         let mut i = start;
         while i < segments.len() {
             let seg = &segments[i];
             stats.recovered_segments.push(seg.base_offset());
             let truncated = match seg.recover(Some(&mut epochs as &mut dyn EpochSink)) {
-                Ok(r) => r.truncated_bytes,
+                Ok(r) => {
+                    if r.truncated_bytes > 0 {
+                        warn_truncated(&partition, seg, &r);
+                    }
+                    r.truncated_bytes
+                }
                 Err(LogError::Io { .. }) | Err(LogError::Index { .. }) => {
-                    tracing::warn!(dir = %dir.display(), base = %seg.base_offset(),
-                        "recovery failed; truncating the segment to empty");
                     let size = seg.size();
+                    tracing::warn!(
+                        partition = %partition,
+                        segment_base = seg.base_offset().0,
+                        truncated_to_offset = seg.base_offset().0,
+                        bytes_dropped = size,
+                        "recovery of log segment failed; truncating the segment to empty"
+                    );
                     seg.truncate_to(seg.base_offset(), now)?;
                     size
                 }
@@ -269,7 +335,15 @@ pub(crate) fn load(
             };
             if truncated > 0 {
                 stats.truncated_bytes += truncated;
+                let after = seg.base_offset();
                 for later in segments.drain(i + 1..) {
+                    tracing::warn!(
+                        partition = %partition,
+                        segment_base = later.base_offset().0,
+                        truncated_segment_base = after.0,
+                        bytes_dropped = later.size(),
+                        "deleting log segment after a truncated segment"
+                    );
                     stats.deleted_segments.push(later.base_offset());
                     later.delete_files()?;
                 }
@@ -283,6 +357,15 @@ pub(crate) fn load(
         None => params.log_start_offset,
     };
     if !segments.is_empty() && log_end < params.log_start_offset {
+        tracing::warn!(
+            partition = %partition,
+            log_start_offset = params.log_start_offset.0,
+            log_end_offset = log_end.0,
+            segments = segments.len(),
+            bytes_dropped = segments.iter().map(|s| s.size()).sum::<u64>(),
+            "log end offset is below the checkpointed log start offset; \
+             deleting every segment and starting empty at the log start"
+        );
         for s in segments.drain(..) {
             stats.deleted_segments.push(s.base_offset());
             s.delete_files()?;

@@ -939,3 +939,154 @@ fn thousands_of_segments_slow_the_restart() {
     assert_eq!(f["numbers"]["segments"], 1001);
     assert_eq!(r["partitions"][0]["segments"], 1001);
 }
+
+// ---- offline: per-topic configs from the topic store ----
+
+/// `strata-topics.json` as the broker writes it: one topic with `configs`.
+fn write_topic_store(log_dir: &Path, topic: &str, configs: &[(&str, &str)]) {
+    let configs: serde_json::Map<String, Value> = configs
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::from(*v)))
+        .collect();
+    let doc = serde_json::json!({
+        "version": 1,
+        "cluster_id": "abc",
+        "next_producer_id": 0,
+        "topics": { topic: {
+            "id": "0fedcba9-8765-4321-0fed-cba987654321",
+            "partitions": 1, "leader_epoch": 0, "configs": configs } }
+    });
+    std::fs::write(log_dir.join("strata-topics.json"), doc.to_string()).unwrap();
+}
+
+#[test]
+fn offline_mode_reads_the_topics_configs_from_the_topic_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        segment_bytes: 65_536,
+        retention_ms: HOUR,
+        ..LogConfig::default()
+    };
+    let (log, _) = open(tmp.path(), "small-0", cfg);
+    for i in 0..400 {
+        put_ts(&log, T0 + i);
+    }
+    assert!(log.num_segments() >= 2);
+    let active = log.segments().last().unwrap().size;
+    log.close().unwrap();
+    write_topic_store(
+        tmp.path(),
+        "small",
+        &[("segment.bytes", "65536"), ("retention.ms", "3600000")],
+    );
+    let dir = tmp.path().join("small-0");
+    // The broker default would be 1 GiB and 7 days; the topic's own say 64 KiB and 1 h.
+    for target in [dir.as_path(), tmp.path()] {
+        let r = doctor(target, T0 + 2 * HOUR, &[]);
+        let f = expect(&r, "next_roll", "next_roll", "segment.bytes");
+        assert_eq!(f["numbers"]["bytes_until_roll"], 65_536 - active, "{f}");
+        let f = expect(
+            &r,
+            "retention_does_not_fire",
+            "retention_due_now",
+            "log.retention.check.interval.ms",
+        );
+        assert!(f["numbers"]["segments"].as_u64().unwrap() >= 1, "{f}");
+        let p = &r["partitions"][0];
+        assert_eq!(p["effective_config"]["segment.bytes"], "65536", "{p}");
+        assert_eq!(p["topic_store_configs"]["retention.ms"], "3600000", "{p}");
+    }
+    // `--topic-config` still wins over the stored value.
+    let r = doctor(
+        &dir,
+        T0 + 2 * HOUR,
+        &["--topic-config", "segment.bytes=131072"],
+    );
+    let f = expect(&r, "next_roll", "next_roll", "segment.bytes");
+    assert_eq!(f["numbers"]["bytes_until_roll"], 131_072 - active, "{f}");
+    // Another topic's configs are not applied.
+    write_topic_store(tmp.path(), "other", &[("segment.bytes", "65536")]);
+    let r = doctor(&dir, T0 + 2 * HOUR, &[]);
+    let f = expect(&r, "next_roll", "next_roll", "segment.bytes");
+    assert_eq!(
+        f["numbers"]["bytes_until_roll"],
+        (1u64 << 30) - active,
+        "{f}"
+    );
+    absent(&r, "retention_due_now");
+}
+
+// ---- damage that `strata log verify` finds ----
+
+fn damage(report: &Value) -> Vec<Value> {
+    findings(report)
+        .into_iter()
+        .filter(|f| f["cause"] == "verify_found_damage")
+        .collect()
+}
+
+#[test]
+fn corruption_found_by_verify_is_a_finding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |name: &str| {
+        let dir = write_strata_partition(tmp.path(), name, 30, 5, 300, 1 << 20);
+        let log = files_with(&dir, ".log").remove(0);
+        let bytes = std::fs::read(&log).unwrap();
+        (dir, log, bytes)
+    };
+    // Undamaged: no such finding.
+    let (dir, _, _) = write("fine");
+    assert!(damage(&doctor(&dir, T0, &[])).is_empty());
+
+    // A flipped byte inside a batch: CRC mismatch.
+    let (dir, log, mut bytes) = write("crc");
+    let second = 12 + i32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    bytes[second + 70] ^= 0xff;
+    std::fs::write(&log, &bytes).unwrap();
+    let d = damage(&doctor(&dir, T0, &[]));
+    let crc = d
+        .iter()
+        .find(|f| f["numbers"]["problem"] == "corrupt_batch")
+        .unwrap_or_else(|| panic!("{d:?}"));
+    assert_eq!(crc["severity"], "error");
+    assert_eq!(crc["symptom"], "data_damaged");
+    assert_eq!(crc["numbers"]["position"], second as u64);
+    assert_eq!(crc["numbers"]["file"], log.to_str().unwrap());
+    assert!(
+        crc["message"].as_str().unwrap().contains("checksum"),
+        "{crc}"
+    );
+
+    // A torn tail.
+    let (dir, log, bytes) = write("torn");
+    std::fs::write(&log, &bytes[..bytes.len() - 10]).unwrap();
+    let d = damage(&doctor(&dir, T0, &[]));
+    assert!(
+        d.iter()
+            .any(|f| f["numbers"]["problem"] == "truncated_batch"),
+        "{d:?}"
+    );
+
+    // An index entry pointing inside a batch.
+    let (dir, _, _) = write("index");
+    let index = files_with(&dir, ".index").remove(0);
+    let mut ix = std::fs::read(&index).unwrap();
+    let pos = i32::from_be_bytes(ix[12..16].try_into().unwrap());
+    ix[12..16].copy_from_slice(&(pos + 7).to_be_bytes());
+    std::fs::write(&index, &ix).unwrap();
+    let d = damage(&doctor(&dir, T0, &[]));
+    assert!(
+        d.iter().any(
+            |f| f["numbers"]["problem"] == "index_position_not_batch_start"
+                && f["numbers"]["file"] == index.to_str().unwrap()
+        ),
+        "{d:?}"
+    );
+    // The text output says it too.
+    let (code, out, err) = run(["log", "doctor", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("[ERROR] data_damaged / verify_found_damage:"),
+        "{out}"
+    );
+}

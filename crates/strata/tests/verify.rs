@@ -445,3 +445,75 @@ fn inactive_segment_time_index_must_end_at_its_max_timestamp() {
         "{out}"
     );
 }
+
+/// `strata-topics.json` as the broker writes it, with one topic.
+fn write_topic_store(log_dir: &Path, topic: &str, id: uuid::Uuid) {
+    std::fs::write(
+        log_dir.join("strata-topics.json"),
+        format!(
+            r#"{{"version":1,"cluster_id":"abc","next_producer_id":0,"topics":{{"{topic}":{{"id":"{}","partitions":1,"leader_epoch":0,"configs":{{}}}}}}}}"#,
+            id.hyphenated()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn partition_metadata_topic_id_must_match_the_topic_store() {
+    use strata_log::metadata::{uuid_to_kafka_string, PartitionMetadata};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_strata_partition(tmp.path(), "orders", 10, 3, 300, 1 << 20);
+    let ours = uuid::Uuid::from_u128(0x0fed_cba9_8765_4321_0fed_cba9_8765_4321);
+    let other = uuid::Uuid::from_u128(0x1111_2222_3333_4444_5555_6666_7777_8888);
+    PartitionMetadata::new(ours).write(&dir).unwrap();
+
+    // Agreeing ids: clean, whether the log dir or the partition dir is given.
+    write_topic_store(tmp.path(), "orders", ours);
+    for target in [tmp.path(), dir.as_path()] {
+        let (code, out, err) = verify(&["--strict", target.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+
+    // The store names another id (topic deleted and re-created): damage.
+    write_topic_store(tmp.path(), "orders", other);
+    for target in [tmp.path(), dir.as_path()] {
+        let (code, out, err) = verify(&[target.to_str().unwrap()]);
+        assert_eq!(code, 1, "{out}{err}");
+        let (ours_text, other_text) = (uuid_to_kafka_string(&ours), uuid_to_kafka_string(&other));
+        let line = out
+            .lines()
+            .find(|l| l.contains("topic id"))
+            .unwrap_or_else(|| panic!("no topic id finding: {out}"));
+        assert!(line.starts_with("error: "), "{line}");
+        assert!(
+            line.contains(&dir.join("partition.metadata").display().to_string()),
+            "{line}"
+        );
+        assert!(
+            line.contains(&ours_text) && line.contains(&other_text),
+            "{line}"
+        );
+        let (code, all) = findings(target);
+        assert_eq!(code, 1);
+        let f: Vec<&Value> = all
+            .iter()
+            .filter(|f| f["problem"] == "topic_id_mismatch")
+            .collect();
+        assert_eq!(f.len(), 1, "{all:?}");
+        assert_eq!(f[0]["topic"], "orders");
+        assert_eq!(f[0]["partition_metadata_id"], ours_text.as_str());
+        assert_eq!(f[0]["topic_store_id"], other_text.as_str());
+    }
+
+    // A topic the store does not know and a Kafka dir without a store are
+    // not judged by this check.
+    write_topic_store(tmp.path(), "payments", other);
+    let (code, out, err) = verify(&[tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // An unreadable store is reported, not ignored.
+    std::fs::write(tmp.path().join("strata-topics.json"), "{not json").unwrap();
+    let (code, out, _) = verify(&[tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("unreadable topic store"), "{out}");
+}

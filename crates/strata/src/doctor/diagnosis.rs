@@ -25,6 +25,8 @@ pub enum Symptom {
     ConsumerCacheKeepsDeletedKeys,
     NextRoll,
     IndexFill,
+    /// Files that `strata log verify` reports as damaged.
+    DataDamaged,
 }
 
 /// The cause a finding explains (stable identifiers for `--json`).
@@ -79,14 +81,18 @@ pub enum Cause {
     NextRoll,
     /// Fill level of the active segment's indexes.
     IndexFill,
+    /// `strata log verify` found an error (corrupt batch, torn tail, bad index).
+    VerifyFoundDamage,
 }
 
 /// Info: an answer. Warning: the symptom is present and this explains it.
+/// Error: data on disk is damaged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Info,
     Warning,
+    Error,
 }
 
 /// One answer about one partition.

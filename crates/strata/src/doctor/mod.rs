@@ -10,16 +10,19 @@
 //! - [`scan`]: read-only facts from the directory (segments, indexes,
 //!   checkpoints), through the shared readers in `crate::read`.
 //! - `config` (this file) and [`remote`]: the effective topic config, from
-//!   `--config`/`--override`/`--topic-config` offline or DescribeConfigs
-//!   with `--bootstrap-server`.
+//!   `--config`/`--override`, the topic's configs in the broker's topic
+//!   store (`strata-topics.json`) and `--topic-config` offline, or
+//!   DescribeConfigs with `--bootstrap-server`.
 //! - [`diagnosis`]: the finding types and the pure entry point
 //!   [`diagnosis::diagnose`]; [`retention`], [`compaction`] and
 //!   [`segments`] hold the reasoning (retention reuses
-//!   `strata_log::retention::decide`, the broker's own rule).
+//!   `strata_log::retention::decide`, the broker's own rule); [`damage`]
+//!   reports what `strata log verify`'s checks find.
 //!
 //! Nothing is written; exit 0 with findings, 2 on usage or I/O errors.
 
 pub mod compaction;
+pub mod damage;
 pub mod diagnosis;
 pub mod remote;
 pub mod retention;
@@ -33,6 +36,7 @@ use clap::Args;
 use serde::Serialize;
 use strata_log::{ConfigError, LogConfig, TopicPartition};
 
+use crate::read::topics::{read_topic_store, TopicStore, TopicStoreError};
 use crate::{EXIT_OK, EXIT_USAGE_OR_IO};
 use diagnosis::{diagnose, human_bytes, DoctorSettings, Finding, Severity};
 use scan::{partition_dirs, scan_partition, PartitionFacts, ScanError};
@@ -87,6 +91,16 @@ pub enum DoctorError {
     Scan(#[from] ScanError),
     #[error(transparent)]
     Remote(#[from] remote::RemoteError),
+    #[error(transparent)]
+    TopicStore(#[from] TopicStoreError),
+    #[error("invalid config of topic {topic} in {path}: {source}")]
+    TopicStoreConfig {
+        topic: String,
+        path: PathBuf,
+        /// Boxed: with the topic and path the variant would be the largest.
+        #[source]
+        source: Box<ConfigError>,
+    },
     #[error("{path}: neither a partition directory nor a log directory with partitions")]
     NothingToExamine { path: PathBuf },
 }
@@ -95,7 +109,8 @@ pub enum DoctorError {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfigSource {
-    /// Kafka defaults plus `--config`/`--override`/`--topic-config`.
+    /// Kafka defaults plus `--config`/`--override`, the topic's configs in
+    /// the topic store (per partition), then `--topic-config`.
     Offline,
     /// DescribeConfigs from `--bootstrap-server`.
     Broker { bootstrap_server: String },
@@ -114,6 +129,11 @@ pub struct PartitionReport {
     pub high_watermark: i64,
     /// No `replication-offset-checkpoint` entry: the log end was assumed.
     pub high_watermark_assumed: bool,
+    /// The topic's config overrides taken from the topic store (offline).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub topic_store_configs: BTreeMap<String, String>,
+    /// The settings this partition's findings refer to.
+    pub effective_config: BTreeMap<&'static str, String>,
     pub findings: Vec<Finding>,
 }
 
@@ -156,15 +176,68 @@ fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, DoctorError>
         .collect())
 }
 
+/// The offline config layers: broker properties (file, then `--override`)
+/// and `--topic-config`; the topic store's configs go between them, per
+/// topic ([`OfflineConfig::for_topic`]).
+struct OfflineConfig {
+    broker: LogConfig,
+    /// `--topic-config`: wins over the topic store.
+    cli_topic: BTreeMap<String, String>,
+    /// The first entry of `log.dirs` (or `log.dir`), where the broker keeps
+    /// its topic store.
+    first_log_dir: Option<PathBuf>,
+}
+
+impl OfflineConfig {
+    /// Kafka `LogConfig` layering: broker defaults, then the topic's
+    /// overrides (topic store, then the command line).
+    fn for_topic(
+        &self,
+        topic: &str,
+        store: Option<&TopicStore>,
+    ) -> Result<(LogConfig, BTreeMap<String, String>), DoctorError> {
+        let stored = store
+            .and_then(|s| s.topics.get(topic))
+            .map(|t| t.configs.clone())
+            .unwrap_or_default();
+        let mut overrides = stored.clone();
+        overrides.extend(self.cli_topic.clone());
+        let cfg =
+            LogConfig::with_overrides(&self.broker, &overrides).map_err(|source| {
+                match store.filter(|_| !stored.is_empty()) {
+                    Some(s) => DoctorError::TopicStoreConfig {
+                        topic: topic.to_owned(),
+                        path: s.path.clone(),
+                        source: Box::new(source),
+                    },
+                    None => DoctorError::Config(source),
+                }
+            })?;
+        Ok((cfg, stored))
+    }
+}
+
 /// Broker properties (file, then `--override`), then topic overrides.
-fn offline_config(args: &DoctorArgs) -> Result<(LogConfig, DoctorSettings), DoctorError> {
+fn offline_config(args: &DoctorArgs) -> Result<(OfflineConfig, DoctorSettings), DoctorError> {
     let mut props = match &args.config {
         Some(p) => read_properties(p)?,
         None => BTreeMap::new(),
     };
     props.extend(key_values(&args.overrides)?);
     let base = LogConfig::from_broker_properties(&props)?;
-    let cfg = LogConfig::with_overrides(&base, &key_values(&args.topic_configs)?)?;
+    let cli_topic = key_values(&args.topic_configs)?;
+    // Validate the command-line layer on its own, as before.
+    LogConfig::with_overrides(&base, &cli_topic)?;
+    let first_log_dir = props
+        .get("log.dirs")
+        .or_else(|| props.get("log.dir"))
+        .and_then(|v| v.split(',').map(str::trim).find(|d| !d.is_empty()))
+        .map(PathBuf::from);
+    let cfg = OfflineConfig {
+        broker: base,
+        cli_topic,
+        first_log_dir,
+    };
     let mut settings = DoctorSettings::default();
     let num = |k: &str| props.get(k).and_then(|v| v.parse::<i64>().ok());
     if let Some(v) = num("log.retention.check.interval.ms") {
@@ -197,12 +270,46 @@ const SHOWN: &[&str] = &[
     "message.timestamp.type",
 ];
 
+/// The topic store for `path` (a partition or log dir): in its log dir, else
+/// in the first log dir named by the broker properties.
+fn topic_store_for(
+    path: &Path,
+    offline: &OfflineConfig,
+    cache: &mut BTreeMap<PathBuf, Option<TopicStore>>,
+) -> Result<Option<TopicStore>, DoctorError> {
+    let log_dir = if scan::is_partition_dir(path) {
+        path.parent().map(Path::to_path_buf)
+    } else {
+        Some(path.to_path_buf())
+    };
+    for dir in log_dir.iter().chain(offline.first_log_dir.iter()) {
+        if !cache.contains_key(dir) {
+            let store = read_topic_store(dir)?;
+            cache.insert(dir.clone(), store);
+        }
+        if let Some(Some(store)) = cache.get(dir) {
+            return Ok(Some(store.clone()));
+        }
+    }
+    Ok(None)
+}
+
+fn shown_config(cfg: &LogConfig) -> BTreeMap<&'static str, String> {
+    SHOWN
+        .iter()
+        .filter_map(|k| cfg.get_as_string(k).map(|v| (*k, v)))
+        .collect()
+}
+
 fn report_for(
     facts: &PartitionFacts,
     cfg: &LogConfig,
+    topic_store_configs: BTreeMap<String, String>,
     s: &DoctorSettings,
     now: i64,
 ) -> PartitionReport {
+    let mut findings = diagnose(facts, cfg, s, now);
+    damage::diagnose(&damage::verify_findings(&facts.dir), &mut findings);
     PartitionReport {
         dir: facts.dir.clone(),
         topic: facts.tp.topic.clone(),
@@ -213,7 +320,9 @@ fn report_for(
         log_end_offset: facts.log_end_offset.0,
         high_watermark: facts.high_watermark.unwrap_or(facts.log_end_offset).0,
         high_watermark_assumed: facts.high_watermark.is_none(),
-        findings: diagnose(facts, cfg, s, now),
+        topic_store_configs,
+        effective_config: shown_config(cfg),
+        findings,
     }
 }
 
@@ -228,7 +337,8 @@ pub fn examine(args: &DoctorArgs) -> Result<Report, DoctorError> {
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0)
     });
-    let (mut cfg, mut settings) = offline_config(args)?;
+    let (offline, mut settings) = offline_config(args)?;
+    let mut cfg = LogConfig::with_overrides(&offline.broker, &offline.cli_topic)?;
     let mut source = ConfigSource::Offline;
     if let (Some(server), Some(topic)) = (&args.bootstrap_server, &args.topic) {
         let remote = remote::describe_topic_configs(server, topic)?;
@@ -241,9 +351,15 @@ pub fn examine(args: &DoctorArgs) -> Result<Report, DoctorError> {
         };
     }
     settings.read_bytes_per_sec = args.read_rate_kib.max(1) << 10;
-    let compact = cfg.cleanup_policy.compact;
+    let offline_mode = matches!(source, ConfigSource::Offline);
+    let mut stores = BTreeMap::new();
     let mut partitions = Vec::new();
     for path in &args.paths {
+        let store = if offline_mode {
+            topic_store_for(path, &offline, &mut stores)?
+        } else {
+            None
+        };
         let dirs = if scan::is_partition_dir(path) {
             vec![path.clone()]
         } else {
@@ -254,24 +370,33 @@ pub fn examine(args: &DoctorArgs) -> Result<Report, DoctorError> {
             d
         };
         for dir in dirs {
-            let facts = scan_partition(&dir, compact)?;
+            let (topic_cfg, stored) = match (&store, dir_topic(&dir)) {
+                (Some(store), Some(topic)) => offline.for_topic(&topic, Some(store))?,
+                _ => (cfg.clone(), BTreeMap::new()),
+            };
+            let facts = scan_partition(&dir, topic_cfg.cleanup_policy.compact)?;
             let tp = TopicPartition::new(facts.tp.topic.clone(), facts.tp.partition);
             if args.topic.as_ref().is_some_and(|t| *t != tp.topic) {
                 continue;
             }
-            partitions.push(report_for(&facts, &cfg, &settings, now));
+            partitions.push(report_for(&facts, &topic_cfg, stored, &settings, now));
         }
     }
     Ok(Report {
         now_ms: now,
         config_source: source,
-        effective_config: SHOWN
-            .iter()
-            .filter_map(|k| cfg.get_as_string(k).map(|v| (*k, v)))
-            .collect(),
+        effective_config: shown_config(&cfg),
         settings,
         partitions,
     })
+}
+
+/// The topic of a partition directory, from its name.
+fn dir_topic(dir: &Path) -> Option<String> {
+    let name = dir.file_name()?.to_string_lossy().into_owned();
+    strata_log::format::parse_partition_dir_name(&name)
+        .ok()
+        .map(|p| p.tp.topic)
 }
 
 fn print_text(r: &Report) {
@@ -294,10 +419,22 @@ fn print_text(r: &Report) {
                 ""
             }
         );
+        if !p.topic_store_configs.is_empty() {
+            let layered: Vec<String> = p
+                .topic_store_configs
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            println!(
+                "  topic configs from the topic store: {}",
+                layered.join(", ")
+            );
+        }
         for f in &p.findings {
             let sev = match f.severity {
                 Severity::Info => "info",
                 Severity::Warning => "WARN",
+                Severity::Error => "ERROR",
             };
             let name = |v: &dyn erased::Named| v.name();
             println!(

@@ -9,6 +9,7 @@
 //! - [`index`]: raw `.index` / `.timeindex` entries, all slots as stored.
 //! - [`txn`]: `.txnindex` aborted-transaction entries.
 //! - [`checkpoint`]: offset checkpoints and `leader-epoch-checkpoint`, in file order.
+//! - [`topics`]: the broker's topic store `strata-topics.json` (ids, topic configs).
 //!
 //! Producer snapshots (`strata_log::producer_state::decode_snapshot`) and
 //! `partition.metadata` (`strata_log::metadata::PartitionMetadata::parse`)
@@ -18,6 +19,7 @@
 pub mod checkpoint;
 pub mod index;
 pub mod records;
+pub mod topics;
 pub mod txn;
 
 use std::io::Read;

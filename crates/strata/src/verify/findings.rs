@@ -253,6 +253,16 @@ pub enum Problem {
     },
     #[error("malformed partition.metadata: {detail}")]
     MalformedPartitionMetadata { detail: String },
+    #[error("partition.metadata has topic id {partition_metadata_id}, but the topic store {topic_store} gives topic {topic} the id {topic_store_id}")]
+    TopicIdMismatch {
+        topic: String,
+        /// Both ids in Kafka's base64 form (as `kafka-topics --describe` prints them).
+        partition_metadata_id: String,
+        topic_store_id: String,
+        topic_store: String,
+    },
+    #[error("unreadable topic store: {detail}")]
+    MalformedTopicStore { detail: String },
     #[error("not a partition directory and holds no partition directories")]
     NothingToVerify,
 }

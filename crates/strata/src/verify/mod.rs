@@ -9,8 +9,10 @@
 //! - [`index`]: `.index` / `.timeindex` / `.txnindex` against the batches;
 //! - [`partition`]: one partition directory (files, segment order, orphans,
 //!   leftovers, snapshots, `leader-epoch-checkpoint`, `partition.metadata`);
-//! - this module: target detection and the log-dir checkpoints
-//!   (recovery point, log start, high watermark, cleaner offset ≤ LEO).
+//! - this module: target detection, the log-dir checkpoints (recovery
+//!   point, log start, high watermark, cleaner offset ≤ LEO) and each
+//!   partition's topic id against the broker's topic store
+//!   (`strata-topics.json`).
 //!
 //! Nothing is ever written. Errors exit 1; warnings only with `--strict`.
 
@@ -31,6 +33,7 @@ use strata_log::format as f;
 use strata_log::TopicPartition;
 
 use crate::read::checkpoint::read_offset_checkpoint;
+use crate::read::topics::{read_topic_store, TopicStore};
 use crate::{EXIT_FAILURES, EXIT_OK, EXIT_USAGE_OR_IO};
 use findings::{Finding, Problem, Severity};
 use partition::{verify_partition, PartitionSummary};
@@ -181,8 +184,65 @@ fn add_summary(report: &mut Report, s: &PartitionSummary) {
     report.batches += s.batches;
 }
 
-/// Verify one target (partition dir or log dir), appending to `report`.
-pub fn verify_target(target: &Path, deep: bool, report: &mut Report) {
+/// The log dir of a target: the target itself, or a partition dir's parent.
+fn log_dir_of(target: &Path) -> Option<&Path> {
+    if is_partition_dir(target) {
+        target.parent()
+    } else {
+        Some(target)
+    }
+}
+
+/// The broker's topic store for these targets: the first of their log dirs
+/// that holds `strata-topics.json` (the broker keeps it in its first log
+/// dir only). An unreadable store is an error finding.
+pub fn find_topic_store(targets: &[PathBuf], out: &mut Vec<Finding>) -> Option<TopicStore> {
+    for dir in targets.iter().filter_map(|t| log_dir_of(t)) {
+        match read_topic_store(dir) {
+            Ok(Some(store)) => return Some(store),
+            Ok(None) => {}
+            Err(e) => {
+                out.push(Finding::error(
+                    dir.join(crate::read::topics::TOPICS_FILE),
+                    None,
+                    Problem::MalformedTopicStore {
+                        detail: e.to_string(),
+                    },
+                ));
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// A partition whose `partition.metadata` names another topic id than the
+/// topic store belongs to a deleted and re-created topic (or another
+/// cluster): the broker must not serve it as this topic.
+pub fn check_topic_id(store: &TopicStore, summary: &PartitionSummary, out: &mut Vec<Finding>) {
+    let (Some(id), Some(tp)) = (summary.topic_id, tp_of(&summary.dir)) else {
+        return;
+    };
+    let Some(topic) = store.topics.get(&tp.topic) else {
+        return;
+    };
+    if topic.id != id {
+        out.push(Finding::error(
+            summary.dir.join(f::PARTITION_METADATA),
+            None,
+            Problem::TopicIdMismatch {
+                topic: tp.topic.clone(),
+                partition_metadata_id: strata_log::metadata::uuid_to_kafka_string(&id),
+                topic_store_id: strata_log::metadata::uuid_to_kafka_string(&topic.id),
+                topic_store: store.path.display().to_string(),
+            },
+        ));
+    }
+}
+
+/// Verify one target (partition dir or log dir), appending to `report`;
+/// with `store`, each partition's topic id is checked against it.
+pub fn verify_target(target: &Path, deep: bool, store: Option<&TopicStore>, report: &mut Report) {
     let out = &mut report.findings;
     if !target.is_dir() {
         out.push(Finding::error(
@@ -238,6 +298,9 @@ pub fn verify_target(target: &Path, deep: bool, report: &mut Report) {
         check_log_dir_checkpoints(target, &verified, None, out);
     }
     for s in summaries {
+        if let Some(store) = store {
+            check_topic_id(store, &s, &mut report.findings);
+        }
         add_summary(report, &s);
         report.partition_dirs.push(s);
     }
@@ -246,8 +309,9 @@ pub fn verify_target(target: &Path, deep: bool, report: &mut Report) {
 /// Run `strata log verify`; returns the exit code.
 pub fn run(args: &VerifyArgs) -> u8 {
     let mut report = Report::default();
+    let store = find_topic_store(&args.dirs, &mut report.findings);
     for dir in &args.dirs {
-        verify_target(dir, args.deep, &mut report);
+        verify_target(dir, args.deep, store.as_ref(), &mut report);
     }
     report.errors = report
         .findings

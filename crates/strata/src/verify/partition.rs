@@ -24,6 +24,9 @@ pub struct PartitionSummary {
     pub batches: usize,
     /// The offset after the last batch; the last segment's base when it is empty.
     pub log_end: i64,
+    /// The topic id in `partition.metadata`, when it parsed.
+    #[serde(skip)]
+    pub topic_id: Option<uuid::Uuid>,
 }
 
 /// The files of a partition directory, by role.
@@ -145,6 +148,7 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
         segments: 0,
         batches: 0,
         log_end: 0,
+        topic_id: None,
     };
     let Some(l) = list(dir, out) else {
         return summary;
@@ -265,14 +269,15 @@ pub fn verify_partition(dir: &Path, deep: bool, out: &mut Vec<Finding>) -> Parti
     if let Some(path) = &l.partition_metadata {
         if let Some(bytes) = read_or_report(path, out) {
             let text = String::from_utf8_lossy(&bytes);
-            if let Err(e) = PartitionMetadata::parse(&text, path) {
-                out.push(Finding::error(
+            match PartitionMetadata::parse(&text, path) {
+                Ok(m) => summary.topic_id = Some(m.topic_id),
+                Err(e) => out.push(Finding::error(
                     path,
                     None,
                     Problem::MalformedPartitionMetadata {
                         detail: e.to_string(),
                     },
-                ));
+                )),
             }
         }
     }
