@@ -47,7 +47,7 @@ pub mod types;
 
 pub use clock::{Clock, MockClock, SharedClock, SystemClock};
 pub use config::{CleanupPolicy, ConfigDef, ConfigError, ConfigType, LogConfig};
-pub use error::LogError;
+pub use error::{ErrorChain, LogError};
 pub use loader::{LoadParams, RecoveryStats};
 pub use log::{
     AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, SegmentInfo,
