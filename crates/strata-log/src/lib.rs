@@ -53,7 +53,7 @@ pub use log::{
     AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, SegmentInfo,
     TimestampAndOffset,
 };
-pub use manager::{LogDirInfo, LogManager, LogManagerConfig, TopicConfigProvider};
+pub use manager::{LoadFilter, LogDirInfo, LogManager, LogManagerConfig, TopicConfigProvider};
 pub use segment::Segment;
 pub use types::{
     LeaderEpoch, Offset, Position, ProducerEpoch, ProducerId, RelativeOffset, Timestamp,
