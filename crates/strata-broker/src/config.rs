@@ -337,6 +337,9 @@ pub(crate) const BROKER_PROPERTIES: &[&str] = &[
     "log.flush.start.offset.checkpoint.interval.ms",
     "offsets.topic.num.partitions",
     "strata.durable.append",
+    // Parsed with the log defaults (`LogConfig::from_broker_properties`),
+    // like `producer.id.expiration.ms`, so dynamic recomputation keeps it.
+    strata_log::config::MAX_DECOMPRESSED_BATCH_BYTES,
     "producer.id.expiration.ms",
     "cluster.id",
     "process.roles",
@@ -475,6 +478,35 @@ mod tests {
         let err =
             BrokerConfig::from_properties(props(&[("log.cleaner.threads", "many")])).unwrap_err();
         assert!(matches!(err, ConfigError::Cleaner(ref e) if e.name == "log.cleaner.threads"));
+    }
+
+    #[test]
+    fn max_decompressed_batch_bytes_is_a_validated_broker_setting() {
+        let c = BrokerConfig::default();
+        assert_eq!(
+            c.log_config.max_decompressed_batch_bytes,
+            strata_log::batch::compression::DEFAULT_MAX_DECOMPRESSED
+        );
+        assert_eq!(c.log_config.max_decompressed_batch_bytes, 64 << 20);
+        let c = BrokerConfig::from_properties(props(&[(
+            "strata.max.decompressed.batch.bytes",
+            "4096",
+        )]))
+        .unwrap();
+        assert_eq!(c.log_config.max_decompressed_batch_bytes, 4096);
+        for bad in ["0", "-1", "lots"] {
+            let err = BrokerConfig::from_properties(props(&[(
+                "strata.max.decompressed.batch.bytes",
+                bad,
+            )]))
+            .unwrap_err();
+            let named = match &err {
+                ConfigError::Log(strata_log::ConfigError::InvalidValue { name, .. })
+                | ConfigError::Log(strata_log::ConfigError::OutOfRange { name, .. }) => *name,
+                other => panic!("{bad}: unexpected {other:?}"),
+            };
+            assert_eq!(named, "strata.max.decompressed.batch.bytes", "{bad}");
+        }
     }
 
     #[test]
