@@ -125,8 +125,18 @@ impl Broker {
         }
     }
 
-    /// Delete a topic: rename its partition directories for asynchronous
-    /// deletion, then forget it.
+    /// Delete a topic: forget it in the store, then rename its partition
+    /// directories for asynchronous deletion.
+    ///
+    /// A topic with an offline partition is refused with
+    /// KAFKA_STORAGE_ERROR and kept whole: its data on the offline dir
+    /// could not be removed, and the next start would adopt it back. The
+    /// store changes first, so a failed store write (its dir full, say)
+    /// refuses the request with nothing renamed; a rename that fails after
+    /// it takes that dir offline and the directory stays (logged).
+    ///
+    /// # Errors
+    /// Unknown topic, an offline partition, a store write failure.
     pub(crate) fn delete_topic(&self, name: &str) -> Result<TopicInfo, ApiError> {
         let _admin = self.admin_lock();
         let info = self
@@ -134,12 +144,22 @@ impl Broker {
             .get(name)
             .ok_or(ApiError::UnknownTopicOrPartition)?;
         for p in 0..info.partitions {
-            let tp = TopicPartition::new(name, p);
-            if self.logs.get_log(&tp).is_some() {
-                self.logs.async_delete(&tp).map_err(ApiError::Log)?;
+            if let Err(e @ ApiError::PartitionOffline { .. }) = self.partition_log(&info, p) {
+                tracing::warn!(topic = name, error = %strata_log::ErrorChain(&e), "refusing to delete a topic with an offline partition");
+                return Err(e);
             }
         }
         self.topics.delete(name).map_err(ApiError::store)?;
+        for p in 0..info.partitions {
+            let tp = TopicPartition::new(name, p);
+            if let Err(e) = self.logs.async_delete(&tp) {
+                tracing::error!(
+                    %tp,
+                    error = %strata_log::ErrorChain(&e),
+                    "deleted topic's partition directory could not be renamed for deletion; its log dir is now offline"
+                );
+            }
+        }
         tracing::info!(topic = name, id = %info.id, "deleted topic");
         Ok(info)
     }

@@ -46,6 +46,9 @@ pub(crate) struct Broker {
     /// Dynamic broker configs; the log defaults in force come from here,
     /// not from `config.log_config` (which is the static part only).
     pub dynamic: Arc<crate::dynamic_config::DynamicBrokerConfig>,
+    /// Partitions refused at startup (see `offline`); set before the broker
+    /// is shared, fixed until restart.
+    pub refused: crate::offline::RefusedPartitions,
 }
 
 #[derive(Debug, Default)]
@@ -102,6 +105,7 @@ impl Broker {
             producer_ids: Mutex::new(ProducerIdBlock::default()),
             tiered: std::sync::OnceLock::new(),
             dynamic,
+            refused: crate::offline::RefusedPartitions::new(),
         }
     }
 

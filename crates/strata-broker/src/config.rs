@@ -380,6 +380,9 @@ pub(crate) const BROKER_PROPERTIES: &[&str] = &[
     "log.flush.start.offset.checkpoint.interval.ms",
     "offsets.topic.num.partitions",
     "strata.durable.append",
+    // Parsed with the log defaults (`LogConfig::from_broker_properties`),
+    // like `producer.id.expiration.ms`, so dynamic recomputation keeps it.
+    strata_log::config::MAX_DECOMPRESSED_BATCH_BYTES,
     "producer.id.expiration.ms",
     "cluster.id",
     "process.roles",
@@ -646,6 +649,68 @@ mod tests {
         let err =
             BrokerConfig::from_properties(props(&[("log.cleaner.threads", "many")])).unwrap_err();
         assert!(matches!(err, ConfigError::Cleaner(ref e) if e.name == "log.cleaner.threads"));
+    }
+
+    #[test]
+    fn dedupe_buffer_below_1mb_per_cleaner_thread_refuses_to_start() {
+        // Kafka: dedupe.buffer.size / threads must be > 1 MiB.
+        let c = BrokerConfig::from_properties(props(&[
+            ("log.cleaner.threads", "2"),
+            ("log.cleaner.dedupe.buffer.size", "4194304"),
+        ]))
+        .unwrap();
+        assert_eq!(c.cleaner.dedupe_buffer_size, 4_194_304);
+        for (threads, size) in [("1", "1048576"), ("4", "4194304"), ("2", "1000")] {
+            let err = BrokerConfig::from_properties(props(&[
+                ("log.cleaner.threads", threads),
+                ("log.cleaner.dedupe.buffer.size", size),
+            ]))
+            .unwrap_err();
+            let ConfigError::Cleaner(e) = &err else {
+                panic!("unexpected {err:?}");
+            };
+            assert_eq!(e.name, "log.cleaner.dedupe.buffer.size");
+            assert_eq!(e.value, size);
+            let text = strata_log::ErrorChain(&err).to_string();
+            assert!(text.contains("log.cleaner.dedupe.buffer.size"), "{text}");
+            assert!(text.contains(size), "{text}");
+            assert!(text.contains("at least 1MB per cleaner thread"), "{text}");
+        }
+        // No cleaner threads: nothing to divide, as the cleaner never runs.
+        BrokerConfig::from_properties(props(&[
+            ("log.cleaner.threads", "0"),
+            ("log.cleaner.dedupe.buffer.size", "1000"),
+        ]))
+        .unwrap();
+    }
+
+    #[test]
+    fn max_decompressed_batch_bytes_is_a_validated_broker_setting() {
+        let c = BrokerConfig::default();
+        assert_eq!(
+            c.log_config.max_decompressed_batch_bytes,
+            strata_log::batch::compression::DEFAULT_MAX_DECOMPRESSED
+        );
+        assert_eq!(c.log_config.max_decompressed_batch_bytes, 64 << 20);
+        let c = BrokerConfig::from_properties(props(&[(
+            "strata.max.decompressed.batch.bytes",
+            "4096",
+        )]))
+        .unwrap();
+        assert_eq!(c.log_config.max_decompressed_batch_bytes, 4096);
+        for bad in ["0", "-1", "lots"] {
+            let err = BrokerConfig::from_properties(props(&[(
+                "strata.max.decompressed.batch.bytes",
+                bad,
+            )]))
+            .unwrap_err();
+            let named = match &err {
+                ConfigError::Log(strata_log::ConfigError::InvalidValue { name, .. })
+                | ConfigError::Log(strata_log::ConfigError::OutOfRange { name, .. }) => *name,
+                other => panic!("{bad}: unexpected {other:?}"),
+            };
+            assert_eq!(named, "strata.max.decompressed.batch.bytes", "{bad}");
+        }
     }
 
     #[test]

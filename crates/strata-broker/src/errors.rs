@@ -50,6 +50,19 @@ pub(crate) enum ApiError {
     UnsupportedCompression,
     #[error("incremental fetch session {session_id} not found")]
     FetchSessionIdNotFound { session_id: i32 },
+    /// The partition is hosted here but cannot be served (Kafka
+    /// `HostedPartition.Offline`): Produce, Fetch and DeleteTopics answer
+    /// KAFKA_STORAGE_ERROR.
+    #[error("partition {tp} is offline: {reason}")]
+    PartitionOffline {
+        tp: strata_log::TopicPartition,
+        reason: crate::offline::OfflineReason,
+    },
+    /// Metadata's answer for an offline partition: no leader (Kafka's
+    /// `KRaftMetadataCache` once the controller took the offline replica's
+    /// leadership away).
+    #[error("the partition has no leader")]
+    LeaderNotAvailable,
     #[error("topic metadata store failure: {0}")]
     Store(#[source] TopicStoreError),
     #[error("{0}")]
@@ -58,7 +71,7 @@ pub(crate) enum ApiError {
 
 impl ApiError {
     pub(crate) fn store(e: TopicStoreError) -> ApiError {
-        tracing::error!(error = %e, "topic metadata store failure");
+        tracing::error!(error = %strata_log::ErrorChain(&e), "topic metadata store failure");
         ApiError::Store(e)
     }
 
@@ -86,6 +99,8 @@ impl ApiError {
             ApiError::NotEnoughReplicas { .. } => R::NotEnoughReplicas,
             ApiError::UnsupportedCompression => R::UnsupportedCompressionType,
             ApiError::FetchSessionIdNotFound { .. } => R::FetchSessionIdNotFound,
+            ApiError::PartitionOffline { .. } => R::KafkaStorageError,
+            ApiError::LeaderNotAvailable => R::LeaderNotAvailable,
             ApiError::Store(_) => R::UnknownServerError,
             ApiError::Log(e) => log_error_code(e),
         }
@@ -182,6 +197,12 @@ mod tests {
         };
         assert_eq!(log_error_code(&big).code(), 18);
         assert_eq!(ApiError::TopicAlreadyExists.code(), 36);
+        let offline = ApiError::PartitionOffline {
+            tp: tp(),
+            reason: crate::offline::OfflineReason::DirOffline { dir: "/d".into() },
+        };
+        assert_eq!(offline.code(), 56);
+        assert_eq!(ApiError::LeaderNotAvailable.code(), 5);
     }
 
     #[test]

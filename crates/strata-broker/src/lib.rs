@@ -19,6 +19,7 @@
 //! - `broker`: the state handlers share.
 //! - `topics`: the persisted topic metadata store (`strata-topics.json`).
 //! - `reconcile`: startup agreement between the store and the log directories.
+//! - `offline`: which hosted partitions cannot be served and why.
 //! - `errors`: the one mapping from engine errors to Kafka error codes.
 //! - `error`: [`BrokerError`], failures of the broker itself.
 //! - `stats`: counters ([`BrokerStats`]).
@@ -34,6 +35,7 @@ mod dynamic_config;
 mod error;
 mod errors;
 mod group;
+mod offline;
 mod placement;
 mod properties;
 mod protocol_log;

@@ -98,7 +98,7 @@ pub async fn start_with_clock(
 ) -> Result<BrokerHandle, BrokerError> {
     let cfg = config.clone();
     let storage_clock = clock.clone();
-    let (store, logs, cluster_id, dynamic) =
+    let (store, logs, cluster_id, dynamic, refused) =
         tokio::task::spawn_blocking(move || open_storage(&cfg, storage_clock))
             .await
             .map_err(|source| BrokerError::Task {
@@ -117,7 +117,7 @@ pub async fn start_with_clock(
         source,
     })?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let broker = Arc::new(Broker::new(
+    let mut broker = Broker::new(
         config,
         cluster_id,
         local_addr,
@@ -125,7 +125,9 @@ pub async fn start_with_clock(
         logs.clone(),
         shutdown_rx.clone(),
         dynamic,
-    ));
+    );
+    broker.refused = refused;
+    let broker = Arc::new(broker);
     logs.start_background();
     crate::tiered::start(&broker, clock.clone()).await?;
     let (done_tx, done_rx) = mpsc::channel::<()>(1);
@@ -179,6 +181,7 @@ type Storage = (
     Arc<LogManager>,
     String,
     Arc<DynamicBrokerConfig>,
+    crate::offline::RefusedPartitions,
 );
 
 /// Open the topic store, the dynamic broker configs and the log manager
@@ -191,7 +194,16 @@ fn open_storage(config: &BrokerConfig, clock: SharedClock) -> Result<Storage, Br
         })?;
     }
     let store = Arc::new(TopicStore::open(&config.log_dirs[0])?);
-    let cluster_id = store.cluster_id(config.cluster_id.as_deref())?;
+    // A lost store must not mint a new cluster id: the log dirs'
+    // meta.properties would then belong to "another cluster".
+    let configured = config
+        .cluster_id
+        .clone()
+        .or_else(|| match store.stored_cluster_id() {
+            Some(_) => None,
+            None => cluster_id_from_log_dirs(&config.log_dirs),
+        });
+    let cluster_id = store.cluster_id(configured.as_deref())?;
     let dynamic = Arc::new(DynamicBrokerConfig::open(&config.log_dirs[0], config)?);
     let mut effective = config.clone();
     effective.log_config = (*dynamic.log_defaults()).clone();
@@ -207,7 +219,9 @@ fn open_storage(config: &BrokerConfig, clock: SharedClock) -> Result<Storage, Br
             .log_flush_start_offset_checkpoint_interval_ms,
         file_delete_delay_ms: config.log_segment_delete_delay_ms,
     };
-    let logs = LogManager::open(manager_config, clock)?;
+    let (filter, refused) = reconcile::topic_id_filter(store.clone());
+    let logs = LogManager::open_filtered(manager_config, clock, Some(filter))?;
+    let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
     logs.set_retention_check_interval_ms(config.log_retention_check_interval_ms);
     logs.cleaner().configure(config.cleaner.clone());
     let provider_store = store.clone();
@@ -219,8 +233,22 @@ fn open_storage(config: &BrokerConfig, clock: SharedClock) -> Result<Storage, Br
             None => (*base).clone(),
         }
     }));
-    reconcile::reconcile(config, &store, &logs)?;
-    Ok((store, logs, cluster_id, dynamic))
+    let refused = reconcile::reconcile(config, &store, &logs, refused)?;
+    Ok((store, logs, cluster_id, dynamic, refused))
+}
+
+/// The cluster id recorded in the first log dir's `meta.properties` that
+/// has one (a store lost while its log dirs survived).
+fn cluster_id_from_log_dirs(dirs: &[std::path::PathBuf]) -> Option<String> {
+    dirs.iter().find_map(|dir| {
+        match strata_log::metadata::MetaProperties::read(dir) {
+            Ok(meta) => meta?.cluster_id,
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), error = %strata_log::ErrorChain(&error), "unreadable meta.properties");
+                None
+            }
+        }
+    })
 }
 
 async fn accept_loop(

@@ -167,6 +167,27 @@ impl TopicStore {
         Ok(id)
     }
 
+    /// The stored cluster id, if the store has one yet.
+    pub fn stored_cluster_id(&self) -> Option<String> {
+        self.lock().cluster_id.clone()
+    }
+
+    /// Never hand out an id at or below `id` again (ids found in the logs
+    /// when the store was rebuilt).
+    pub fn reserve_producer_ids_through(&self, id: i64) -> Result<(), TopicStoreError> {
+        let mut doc = self.lock();
+        if doc.next_producer_id > id {
+            return Ok(());
+        }
+        let old = doc.next_producer_id;
+        doc.next_producer_id = id.saturating_add(1);
+        if let Err(e) = self.persist(&doc) {
+            doc.next_producer_id = old;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Reserve `count` producer ids; returns the first. Ids are never reused
     /// across restarts because the block end is persisted before use.
     pub fn allocate_producer_ids(&self, count: i64) -> Result<i64, TopicStoreError> {

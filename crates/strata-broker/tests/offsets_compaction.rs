@@ -42,7 +42,7 @@ fn settings() -> Vec<(&'static str, &'static str)> {
         ("log.cleaner.threads", "1"),
         ("log.cleaner.backoff.ms", "10"),
         ("log.cleaner.min.cleanable.ratio", "0.1"),
-        ("log.cleaner.dedupe.buffer.size", "1048576"),
+        ("log.cleaner.dedupe.buffer.size", "2097152"),
         ("log.segment.delete.delay.ms", "0"),
         ("num.partitions", "3"),
     ]

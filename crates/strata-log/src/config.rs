@@ -127,7 +127,17 @@ pub struct LogConfig {
     /// Kafka, so not in [`LogConfig::definitions`]): idle producers' state
     /// is dropped after this long.
     pub producer_id_expiration_ms: i64,
+    /// Broker-level `strata.max.decompressed.batch.bytes` (Strata only, not
+    /// a topic config): the most a produced compressed batch may inflate to
+    /// while it is validated; above it the batch is refused as corrupt
+    /// (Kafka has no such cap). Default [`DEFAULT_MAX_DECOMPRESSED`].
+    ///
+    /// [`DEFAULT_MAX_DECOMPRESSED`]: crate::batch::compression::DEFAULT_MAX_DECOMPRESSED
+    pub max_decompressed_batch_bytes: usize,
 }
+
+/// Broker property name of [`LogConfig::max_decompressed_batch_bytes`].
+pub const MAX_DECOMPRESSED_BATCH_BYTES: &str = "strata.max.decompressed.batch.bytes";
 
 impl Default for LogConfig {
     fn default() -> Self {
@@ -167,6 +177,7 @@ impl Default for LogConfig {
             passthrough: BTreeMap::new(),
             durable_append: false,
             producer_id_expiration_ms: crate::producer_state::DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+            max_decompressed_batch_bytes: crate::batch::compression::DEFAULT_MAX_DECOMPRESSED,
         }
     }
 }
@@ -748,6 +759,10 @@ impl LogConfig {
         if let Some(v) = props.get("producer.id.expiration.ms") {
             cfg.producer_id_expiration_ms =
                 parse_long("producer.id.expiration.ms", v, 1, i64::MAX)?;
+        }
+        if let Some(v) = props.get(MAX_DECOMPRESSED_BATCH_BYTES) {
+            let n = parse_long(MAX_DECOMPRESSED_BATCH_BYTES, v, 1, i64::MAX)?;
+            cfg.max_decompressed_batch_bytes = usize::try_from(n).unwrap_or(usize::MAX);
         }
         Ok(cfg)
     }

@@ -144,5 +144,63 @@ impl LogError {
     }
 }
 
+/// Display adapter for an error and its whole `source()` chain, on one
+/// line: `cannot open index /d/0.index: Too many open files (os error 24)`.
+///
+/// Some enums put their source into their own message (`LogError::Io`),
+/// others leave it to the chain (`IndexError::Io`, the broker's
+/// `BrokerError`), so a cause already printed at the end of the message is
+/// not printed twice. Use it wherever a storage error is logged or
+/// reported: `tracing::error!(error = %ErrorChain(&e), ...)`.
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'a));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = self.0.to_string();
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            let next = c.to_string();
+            if !text.ends_with(&next) {
+                text.push_str(": ");
+                text.push_str(&next);
+            }
+            cause = c.source();
+        }
+        f.write_str(&text)
+    }
+}
+
 /// `Result` with [`LogError`].
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_chain_prints_every_cause_once() {
+        let emfile = std::io::Error::from_raw_os_error(libc::EMFILE);
+        let emfile_text = emfile.to_string();
+        let index = LogError::Index {
+            source: crate::index::IndexError::Io {
+                path: "/d/0.index".into(),
+                op: crate::index::IndexOp::Open,
+                source: emfile,
+            },
+        };
+        // Display alone hides the OS error; the chain names it.
+        assert!(!index.to_string().contains(&emfile_text));
+        let line = ErrorChain(&index).to_string();
+        assert!(line.contains("/d/0.index"), "{line}");
+        assert!(line.ends_with(&emfile_text), "{line}");
+        // `LogError::Io` already names its source: printed once.
+        let io = LogError::io(
+            "/d/x",
+            "write",
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        let line = ErrorChain(&io).to_string();
+        let enospc = std::io::Error::from_raw_os_error(libc::ENOSPC).to_string();
+        assert_eq!(line.matches(&enospc).count(), 1, "{line}");
+    }
+}

@@ -47,13 +47,13 @@ pub mod types;
 
 pub use clock::{Clock, MockClock, SharedClock, SystemClock};
 pub use config::{CleanupPolicy, ConfigDef, ConfigError, ConfigType, LogConfig};
-pub use error::LogError;
+pub use error::{ErrorChain, LogError};
 pub use loader::{LoadParams, RecoveryStats};
 pub use log::{
     AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, SegmentInfo,
     TimestampAndOffset,
 };
-pub use manager::{LogDirInfo, LogManager, LogManagerConfig, TopicConfigProvider};
+pub use manager::{LoadFilter, LogDirInfo, LogManager, LogManagerConfig, TopicConfigProvider};
 pub use segment::Segment;
 pub use types::{
     LeaderEpoch, Offset, Position, ProducerEpoch, ProducerId, RelativeOffset, Timestamp,

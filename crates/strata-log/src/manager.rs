@@ -67,6 +67,12 @@ impl LogManagerConfig {
 /// Per-topic config lookup: topic name → its full config.
 pub type TopicConfigProvider = Arc<dyn Fn(&str) -> LogConfig + Send + Sync>;
 
+/// Asked for every live partition directory before it is opened
+/// (directory, partition); `false` leaves it closed and untouched. The
+/// broker refuses partitions whose `partition.metadata` disagrees with its
+/// topic store this way.
+pub type LoadFilter = Arc<dyn Fn(&Path, &TopicPartition) -> bool + Send + Sync>;
+
 /// One log directory as DescribeLogDirs reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogDirInfo {
@@ -218,6 +224,19 @@ impl LogManager {
     /// [`LogError::DirLocked`] when another process holds a dir;
     /// [`LogError::NoOnlineDir`] when every dir failed.
     pub fn open(config: LogManagerConfig, clock: SharedClock) -> Result<Arc<LogManager>, LogError> {
+        Self::open_filtered(config, clock, None)
+    }
+
+    /// [`Self::open`], opening only the partition directories `filter`
+    /// accepts (all when `None`).
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_filtered(
+        config: LogManagerConfig,
+        clock: SharedClock,
+        filter: Option<LoadFilter>,
+    ) -> Result<Arc<LogManager>, LogError> {
         let mut dirs = Vec::new();
         let mut logs = BTreeMap::new();
         let mut pending = Vec::new();
@@ -233,7 +252,7 @@ impl LogManager {
                 Ok(l) => Some(l),
                 Err(e @ LogError::DirLocked { .. }) => return Err(e),
                 Err(e) => {
-                    tracing::error!(dir = %path.display(), error = %e, "log dir offline at startup");
+                    tracing::error!(dir = %path.display(), error = %crate::ErrorChain(&e), "log dir offline at startup");
                     health.mark_offline();
                     None
                 }
@@ -245,15 +264,15 @@ impl LogManager {
                 loaded_ok: AtomicBool::new(false),
             };
             if dir.health.is_online() {
-                match Self::load_dir(&config, &clock, &dir, &mut pending) {
-                    Ok(loaded) => {
+                match Self::load_dir(&config, &clock, &dir, &mut pending, filter.as_ref()) {
+                    Ok((loaded, may_mark_clean)) => {
                         for log in loaded {
                             logs.insert(log.topic_partition().clone(), log);
                         }
-                        dir.loaded_ok.store(true, Ordering::Release);
+                        dir.loaded_ok.store(may_mark_clean, Ordering::Release);
                     }
                     Err(e) => {
-                        tracing::error!(dir = %path.display(), error = %e, "log dir offline: load failed");
+                        tracing::error!(dir = %path.display(), error = %crate::ErrorChain(&e), "log dir offline: load failed");
                         dir.health.mark_offline();
                     }
                 }
@@ -282,22 +301,26 @@ impl LogManager {
         }))
     }
 
+    /// Load every accepted partition of one dir; also returns whether the
+    /// dir may get its clean-shutdown marker at shutdown.
     fn load_dir(
         config: &LogManagerConfig,
         clock: &SharedClock,
         dir: &LogDir,
         pending: &mut Vec<PendingDirDelete>,
-    ) -> Result<Vec<Arc<Log>>, LogError> {
+        filter: Option<&LoadFilter>,
+    ) -> Result<(Vec<Arc<Log>>, bool), LogError> {
         let clean = metadata::take_clean_shutdown_marker(&dir.path)
             .map_err(|e| LogError::io(&dir.path, "take clean shutdown marker", e))?;
         let rp_file = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT);
         let ls_file = OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT);
         let recovery_points = rp_file.read().unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "unreadable recovery-point checkpoint; recovering everything");
+            tracing::warn!(error = %crate::ErrorChain(&e), "unreadable recovery-point checkpoint; recovering everything");
             BTreeMap::new()
         });
         let log_starts = ls_file.read().unwrap_or_default();
         let mut jobs = Vec::new();
+        let mut skipped_unclean = false;
         let now = clock.now_ms();
         for (path, parsed) in partition_dirs(&dir.path)? {
             match parsed.kind {
@@ -305,6 +328,12 @@ impl LogManager {
                     path,
                     due_ms: now.saturating_add(config.file_delete_delay_ms),
                 }),
+                DirKind::Live if filter.is_some_and(|f| !f(&path, &parsed.tp)) => {
+                    // Left as found. After an unclean shutdown it was not
+                    // recovered, so the dir must not be marked clean at the
+                    // next shutdown either (it would then skip recovery).
+                    skipped_unclean |= !clean;
+                }
                 DirKind::Live => {
                     let params = LoadParams {
                         recovery_point: recovery_points
@@ -342,11 +371,12 @@ impl LogManager {
                     .expect("spawn recovery thread");
             }
         });
-        results
+        let logs = results
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
             .into_iter()
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((logs, !skipped_unclean))
     }
 
     /// Per-topic configs: applied to every loaded log now and kept for
@@ -452,7 +482,7 @@ impl LogManager {
             }
             Err(e) => {
                 if e.is_storage_failure() {
-                    dir.health.mark_offline();
+                    dir.health.mark_offline_by(&e);
                 }
                 Err(e)
             }
@@ -479,8 +509,9 @@ impl LogManager {
         let parent = old.parent().map(Path::to_path_buf).unwrap_or_default();
         let new = parent.join(format::delete_dir_name(tp));
         if let Err(e) = fs::rename(&old, &new) {
-            log.dir_health().mark_offline();
-            return Err(LogError::io(&old, "rename partition dir for deletion", e));
+            let e = LogError::io(&old, "rename partition dir for deletion", e);
+            log.dir_health().mark_offline_by(&e);
+            return Err(e);
         }
         log.set_dir(new.clone());
         let _ = crate::fs::fsync_dir(&parent);
@@ -495,6 +526,31 @@ impl LogManager {
                     .saturating_add(self.config.file_delete_delay_ms),
             });
         Ok(())
+    }
+
+    /// The log dirs that are offline (failed at startup or since).
+    pub fn offline_dirs(&self) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .filter(|d| !d.health.is_online())
+            .map(|d| d.path.clone())
+            .collect()
+    }
+
+    /// Stop serving a loaded log without touching its directory: it leaves
+    /// the live set (so no checkpoint, flush or retention pass sees it) and
+    /// is closed without flushing. The broker uses this for a partition it
+    /// refuses to serve (Kafka's `InconsistentTopicIdException`); the data
+    /// stays on disk exactly as loaded.
+    pub fn unload(&self, tp: &TopicPartition) -> Option<Arc<Log>> {
+        let _g = self.create.lock().unwrap_or_else(|e| e.into_inner());
+        let log = self
+            .logs
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tp)?;
+        log.close_abruptly();
+        Some(log)
     }
 
     /// Every configured dir with its state and partitions.
@@ -559,8 +615,9 @@ impl LogManager {
             for (name, map) in files {
                 let file = OffsetCheckpointFile::in_dir(&d.path, name);
                 if let Err(e) = file.write(&map) {
-                    d.health.mark_offline();
-                    first_err.get_or_insert(checkpoint_err(file.path(), e));
+                    let e = checkpoint_err(file.path(), e);
+                    d.health.mark_offline_by(&e);
+                    first_err.get_or_insert(e);
                 }
             }
         }
@@ -578,13 +635,13 @@ impl LogManager {
                 continue;
             }
             if let Err(e) = log.maybe_flush_by_time() {
-                tracing::error!(tp = %log.topic_partition(), error = %e, "background flush failed");
+                tracing::error!(tp = %log.topic_partition(), error = %crate::ErrorChain(&e), "background flush failed");
             }
             if let Err(e) = log.delete_expired_files() {
-                tracing::error!(tp = %log.topic_partition(), error = %e, "segment file deletion failed");
+                tracing::error!(tp = %log.topic_partition(), error = %crate::ErrorChain(&e), "segment file deletion failed");
             }
             if let Err(e) = log.maybe_remove_expired_producers() {
-                tracing::error!(tp = %log.topic_partition(), error = %e, "producer expiration failed");
+                tracing::error!(tp = %log.topic_partition(), error = %crate::ErrorChain(&e), "producer expiration failed");
             }
         }
         self.retention.run_if_due(self, now);
@@ -600,7 +657,7 @@ impl LogManager {
         for p in due {
             if let Err(e) = fs::remove_dir_all(&p.path) {
                 if e.kind() != std::io::ErrorKind::NotFound {
-                    tracing::error!(dir = %p.path.display(), error = %e, "partition dir deletion failed");
+                    tracing::error!(dir = %p.path.display(), error = %crate::ErrorChain(&e), "partition dir deletion failed");
                 }
             }
         }
@@ -610,7 +667,7 @@ impl LogManager {
             >= self.config.flush_start_offset_checkpoint_interval_ms;
         if rp_due || ls_due {
             if let Err(e) = self.checkpoint(rp_due, ls_due) {
-                tracing::error!(error = %e, "checkpoint write failed");
+                tracing::error!(error = %crate::ErrorChain(&e), "checkpoint write failed");
             }
             if rp_due {
                 self.last_recovery_checkpoint_ms
@@ -661,8 +718,15 @@ impl LogManager {
     /// log, write both checkpoints, then `.kafka_cleanshutdown` in each dir
     /// whose logs all closed cleanly.
     ///
+    /// A dir that is offline, or goes offline on a storage failure while
+    /// closing, is left alone (its logs are closed without flushing, it gets
+    /// no checkpoint and no marker, so the next start recovers it) and
+    /// logged; as in Kafka, that is not a failure of the shutdown: the
+    /// healthy dirs still close cleanly.
+    ///
     /// # Errors
-    /// The first error met (later dirs are still shut down).
+    /// The first error met that is not a storage failure (later dirs are
+    /// still shut down).
     pub fn shutdown(&self) -> Result<(), LogError> {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return Ok(());
@@ -683,37 +747,47 @@ impl LogManager {
         }
         let logs = self.all_logs();
         let mut first_err: Option<LogError> = None;
-        let mut dir_ok: BTreeMap<PathBuf, bool> = self
-            .dirs
-            .iter()
-            .map(|d| {
-                (
-                    d.path.clone(),
-                    d.health.is_online() && d.loaded_ok.load(Ordering::Acquire),
-                )
-            })
-            .collect();
-        for log in &logs {
-            if let Err(e) = log.close() {
-                if let Some(d) = self.dir_of(log) {
-                    dir_ok.insert(d.path.clone(), false);
-                }
+        // A storage failure while closing takes its dir offline like any
+        // other (Kafka's `LogDirFailureChannel`); the other dirs still close.
+        let mut failed = |dir: Option<&LogDir>, e: LogError| match dir {
+            Some(d) if e.is_storage_failure() || matches!(e, LogError::Checkpoint { .. }) => {
+                d.health.mark_offline_by(&e);
+                tracing::error!(dir = %d.path.display(), error = %crate::ErrorChain(&e),
+                    "log directory failed during shutdown");
+            }
+            _ => {
                 first_err.get_or_insert(e);
             }
+        };
+        for log in &logs {
+            if !log.dir_health().is_online() {
+                log.close_abruptly();
+                continue;
+            }
+            if let Err(e) = log.close() {
+                failed(self.dir_of(log), e);
+            }
         }
+        // Marks a failing dir offline itself.
         if let Err(e) = self.checkpoint_all() {
-            first_err.get_or_insert(e);
+            tracing::error!(error = %crate::ErrorChain(&e), "checkpoint write failed during shutdown");
         }
         for d in &self.dirs {
-            if dir_ok.get(&d.path).copied().unwrap_or(false) && d.health.is_online() {
+            if d.health.is_online() && d.loaded_ok.load(Ordering::Acquire) {
                 if let Err(e) = metadata::write_clean_shutdown_marker(&d.path, -1) {
-                    first_err.get_or_insert(LogError::io(
-                        &d.path,
-                        "write clean shutdown marker",
-                        e,
-                    ));
+                    failed(
+                        Some(d),
+                        LogError::io(&d.path, "write clean shutdown marker", e),
+                    );
                 }
             }
+        }
+        for d in self.dirs.iter().filter(|d| !d.health.is_online()) {
+            tracing::error!(
+                dir = %d.path.display(),
+                "log directory is offline: not flushed, no checkpoints or clean-shutdown marker; \
+                 it will be recovered at the next start"
+            );
         }
         first_err.map_or(Ok(()), Err)
     }

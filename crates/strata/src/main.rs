@@ -103,12 +103,7 @@ fn serve(args: &ServeArgs) -> u8 {
     match strata_broker::serve_main(args.config.as_deref(), &args.overrides) {
         Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("strata serve: {e}");
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                eprintln!("  caused by: {s}");
-                source = s.source();
-            }
+            eprintln!("strata serve: {}", strata_log::ErrorChain(&e));
             EXIT_USAGE_OR_IO
         }
     }

@@ -29,7 +29,7 @@ pub(crate) async fn handle(
                     None
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot create __consumer_offsets");
+                    tracing::warn!(error = %strata_log::ErrorChain(&e), "cannot create __consumer_offsets");
                     Some(ResponseError::CoordinatorNotAvailable)
                 }
             }

@@ -42,11 +42,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> Lis
             let target = match &info {
                 None => Err(ApiError::UnknownTopicOrPartition),
                 Some(info) => check_epoch(broker.leader_epoch(info), p.current_leader_epoch)
-                    .and_then(|_| {
-                        broker
-                            .log(&info.name, p.partition_index)
-                            .ok_or(ApiError::UnknownTopicOrPartition)
-                    }),
+                    .and_then(|_| broker.partition_log(info, p.partition_index)),
             };
             match target {
                 Ok(log) => {

@@ -102,7 +102,7 @@ async fn by_name(
         match created {
             Some(Ok(info)) => return topic_entry(broker, &info),
             Some(Err(e)) => {
-                tracing::warn!(topic = name, error = %e, "auto-creating topic failed");
+                tracing::warn!(topic = name, error = %strata_log::ErrorChain(&e), "auto-creating topic failed");
                 return error_entry(Some(name), uuid::Uuid::nil(), &e);
             }
             None => {}
@@ -130,6 +130,13 @@ fn topic_entry(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {
             part.leader_epoch = epoch;
             part.replica_nodes = vec![node];
             part.isr_nodes = vec![node];
+            if broker.partition_offline(info, p) {
+                // KRaftMetadataCache: the only replica's dir is offline, so
+                // the partition has no leader and lists it as offline.
+                part.error_code = ApiError::LeaderNotAvailable.code();
+                part.leader_id = BrokerId(-1);
+                part.offline_replicas = vec![node];
+            }
             part
         })
         .collect();

@@ -32,8 +32,7 @@ pub(crate) async fn handle(
                         .ok_or(ApiError::UnknownTopicOrPartition)
                         .and_then(|info| {
                             check_epoch(b.leader_epoch(info), p.current_leader_epoch)?;
-                            b.log(&info.name, p.partition)
-                                .ok_or(ApiError::UnknownTopicOrPartition)
+                            b.partition_log(info, p.partition)
                         });
                     match result {
                         Ok(log) => match log.end_offset_for_epoch(LeaderEpoch(p.leader_epoch)) {

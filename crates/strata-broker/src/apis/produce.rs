@@ -118,12 +118,7 @@ fn precheck(
             reason: "clients cannot append to an internal topic",
         });
     }
-    if partition < 0 || partition >= info.partitions {
-        return Err(ApiError::UnknownTopicOrPartition);
-    }
-    let log = broker
-        .log(&info.name, partition)
-        .ok_or(ApiError::UnknownTopicOrPartition)?;
+    let log = broker.partition_log(info, partition)?;
     let config = log.config();
     if acks == -1 && config.min_insync_replicas > 1 {
         return Err(ApiError::NotEnoughReplicas {
@@ -166,7 +161,7 @@ fn append_all(
                 job.records.len() as u64,
             );
         } else if let Err(e) = &result {
-            tracing::debug!(partition = job.partition, error = %e, "produce rejected");
+            tracing::debug!(partition = job.partition, error = %strata_log::ErrorChain(&e), "produce rejected");
         }
         out.push((job.topic_idx, job.slot, job.partition, result));
     }
@@ -193,7 +188,7 @@ fn error_partition(ctx: &RequestContext, partition: i32, e: &ApiError) -> Partit
         p.error_message = Some(StrBytes::from_string(e.message()));
     }
     if e.kind() == ResponseError::UnknownServerError {
-        tracing::warn!(partition, error = %e, "produce failed");
+        tracing::warn!(partition, error = %strata_log::ErrorChain(&e), "produce failed");
     }
     p
 }

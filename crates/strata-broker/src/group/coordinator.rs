@@ -195,7 +195,7 @@ impl GroupCoordinator {
             let records = match read_partition(broker, p) {
                 Ok(r) => r,
                 Err(error) => {
-                    tracing::error!(partition = p, %error, "cannot load __consumer_offsets partition");
+                    tracing::error!(partition = p, error = %strata_log::ErrorChain(&error), "cannot load __consumer_offsets partition");
                     Vec::new()
                 }
             };

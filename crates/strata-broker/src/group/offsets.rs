@@ -126,7 +126,7 @@ impl GroupManager {
                         None
                     }
                     Err(e) => {
-                        tracing::warn!(group = %req.group_id, error = %e, "offset commit write failed");
+                        tracing::warn!(group = %req.group_id, error = %strata_log::ErrorChain(&e), "offset commit write failed");
                         Some(e.commit_error())
                     }
                 }
@@ -319,7 +319,9 @@ impl GroupManager {
             // Like Kafka, a lost tombstone is retried by the next cleanup.
             match store.append(partition, &tombstones, now) {
                 Ok(_) => removed_total += removed.len(),
-                Err(error) => tracing::warn!(group = %id, %error, "writing tombstones failed"),
+                Err(error) => {
+                    tracing::warn!(group = %id, error = %strata_log::ErrorChain(&error), "writing tombstones failed")
+                }
             }
         }
         removed_total

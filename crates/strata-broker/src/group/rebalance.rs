@@ -88,7 +88,7 @@ impl Ops<'_> {
         self.group.init_next_generation(self.now);
         if self.group.is(GroupState::Empty) {
             if let Err(error) = self.store_group(&HashMap::new()) {
-                tracing::warn!(group = %self.group.id, %error, "failed to write empty group metadata");
+                tracing::warn!(group = %self.group.id, error = %strata_log::ErrorChain(&error), "failed to write empty group metadata");
             }
             return;
         }
@@ -206,7 +206,7 @@ impl Ops<'_> {
         match self.store.append(self.partition, &[record], self.now) {
             Ok(_) => Ok(()),
             Err(e) => {
-                tracing::warn!(group = %self.group.id, error = %e, "storing group metadata failed");
+                tracing::warn!(group = %self.group.id, error = %strata_log::ErrorChain(&e), "storing group metadata failed");
                 Err(e.group_error())
             }
         }

@@ -120,13 +120,19 @@ impl Default for CleanerConfig {
     }
 }
 
-/// A cleaner property that did not parse.
+/// A cleaner property that did not parse or breaks a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value {value:?} for {name}")]
+#[error("invalid value {value:?} for {name}: {rule}")]
 pub struct CleanerConfigError {
     pub name: &'static str,
     pub value: String,
+    /// The rule the value breaks.
+    pub rule: String,
 }
+
+/// Kafka's `KafkaConfig` check: `dedupe.buffer.size / threads` must exceed
+/// 1 MiB (integer division, as Kafka).
+const MIN_DEDUPE_BUFFER_PER_THREAD: u64 = 1024 * 1024;
 
 impl CleanerConfig {
     /// Dedupe memory of one thread (Kafka caps it at 2^31 - 1).
@@ -160,6 +166,7 @@ impl CleanerConfig {
                     _ => Err(CleanerConfigError {
                         name,
                         value: v.clone(),
+                        rule: "not a number of the expected type and range".into(),
                     }),
                 },
             }
@@ -201,6 +208,21 @@ impl CleanerConfig {
         }
         if let Some(v) = num::<usize>(props, "strata.log.cleaner.max.passes", |v| *v > 0)? {
             c.max_passes = v;
+        }
+        // Kafka refuses to start the same way, whether or not the cleaner is
+        // enabled; 0 threads (no cleaner) has nothing to divide.
+        if c.threads > 0 && c.dedupe_buffer_size / c.threads as u64 <= MIN_DEDUPE_BUFFER_PER_THREAD
+        {
+            return Err(CleanerConfigError {
+                name: "log.cleaner.dedupe.buffer.size",
+                value: c.dedupe_buffer_size.to_string(),
+                rule: format!(
+                    "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread \
+                     (more than {MIN_DEDUPE_BUFFER_PER_THREAD} bytes for each of the {} \
+                     log.cleaner.threads)",
+                    c.threads
+                ),
+            });
         }
         Ok(c)
     }

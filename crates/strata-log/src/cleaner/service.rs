@@ -265,7 +265,7 @@ impl LogCleaner {
         for l in logs.iter().filter(|l| l.config().cleanup_policy.compact) {
             if l.dir_health().is_online() && !busy.contains(l.topic_partition()) {
                 if let Err(e) = l.delete_old_segments() {
-                    tracing::warn!(tp = %l.topic_partition(), error = %e, "retention after cleaning failed");
+                    tracing::warn!(tp = %l.topic_partition(), error = %crate::ErrorChain(&e), "retention after cleaning failed");
                 }
             }
         }
@@ -297,13 +297,13 @@ impl LogCleaner {
             let checkpoint = CleanerCheckpoints::for_partition_dir(&log.dir())
                 .get(tp)
                 .unwrap_or_else(|e| {
-                    tracing::warn!(%tp, error = %e, "unreadable cleaner checkpoint; cleaning from the log start");
+                    tracing::warn!(%tp, error = %crate::ErrorChain(&e), "unreadable cleaner checkpoint; cleaning from the log start");
                     None
                 });
             let snap = match cleaner_snapshot(log, checkpoint) {
                 Ok(s) => s,
                 Err(e) => {
-                    tracing::warn!(%tp, error = %e, "cannot inspect log for cleaning");
+                    tracing::warn!(%tp, error = %crate::ErrorChain(&e), "cannot inspect log for cleaning");
                     continue;
                 }
             };
@@ -346,7 +346,7 @@ impl LogCleaner {
             Err(e) => {
                 let consecutive = st.failure.as_ref().map_or(0, |f| f.consecutive) + 1;
                 let retry_at_ms = now.saturating_add(backoff_ms(&cfg, consecutive));
-                tracing::error!(%tp, error = %e, consecutive, retry_at_ms, "cleaning failed");
+                tracing::error!(%tp, error = %crate::ErrorChain(&e), consecutive, retry_at_ms, "cleaning failed");
                 st.failure = Some(CleanerFailure {
                     at_ms: now,
                     error: e.to_string(),
@@ -371,7 +371,7 @@ impl LogCleaner {
             let mut worker = match self.worker() {
                 Ok(w) => w,
                 Err(e) => {
-                    tracing::error!(error = %e, "log cleaner not started");
+                    tracing::error!(error = %crate::ErrorChain(&e), "log cleaner not started");
                     return;
                 }
             };

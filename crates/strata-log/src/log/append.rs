@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::{AppendState, Log, LogAppendInfo};
 use crate::batch::{
-    assign_offsets_in_place, validate_batch, validate_client_records, AppendValidation,
+    assign_offsets_in_place, validate_batch, validate_client_records_with, AppendValidation,
 };
 use crate::batch::{BatchScanner, BatchView, TimestampType};
 use crate::error::LogError;
@@ -49,11 +49,17 @@ impl Log {
             timestamp_after_max_ms: cfg.message_timestamp_after_max_ms,
             now: Timestamp(now),
         };
-        let validated =
-            validate_client_records(records, &validation).map_err(|source| LogError::Batch {
-                tp: self.tp.clone(),
-                source,
-            })?;
+        let mut scratch = Vec::new();
+        let validated = validate_client_records_with(
+            records,
+            &validation,
+            &mut scratch,
+            cfg.max_decompressed_batch_bytes,
+        )
+        .map_err(|source| LogError::Batch {
+            tp: self.tp.clone(),
+            source,
+        })?;
         self.check_segment_size(records.len(), cfg.segment_bytes)?;
         let mut guard = self.lock_append()?;
         if let Some(mut dup) = self.find_duplicate(&guard, records) {

@@ -71,7 +71,7 @@ impl Log {
         };
         let ckpt = crate::cleaner::CleanerCheckpoints::for_partition_dir(&self.dir());
         if let Err(e) = ckpt.maybe_truncate(&self.tp, active) {
-            tracing::warn!(tp = %self.tp, error = %e, "cannot lower the cleaner checkpoint after truncation");
+            tracing::warn!(tp = %self.tp, error = %crate::ErrorChain(&e), "cannot lower the cleaner checkpoint after truncation");
         }
     }
 

@@ -110,6 +110,15 @@ impl DirHealth {
         }
     }
 
+    /// [`Self::mark_offline`] naming the error that caused it (with its
+    /// whole chain, so the OS error shows) when this is the first failure.
+    pub fn mark_offline_by(&self, cause: &(dyn std::error::Error + '_)) {
+        if !self.offline.swap(true, Ordering::AcqRel) {
+            tracing::error!(dir = %self.dir.display(), error = %crate::ErrorChain(cause),
+                "log directory offline after an I/O error");
+        }
+    }
+
     fn check(&self) -> Result<(), LogError> {
         if self.is_online() {
             Ok(())
@@ -456,7 +465,7 @@ impl Log {
     fn fail<T>(&self, r: Result<T, LogError>) -> Result<T, LogError> {
         if let Err(e) = &r {
             if matches!(e, LogError::Io { .. } | LogError::Index { .. }) {
-                self.health.mark_offline();
+                self.health.mark_offline_by(e);
             }
         }
         r

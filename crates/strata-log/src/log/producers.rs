@@ -306,6 +306,13 @@ impl Log {
         g.producers.producer_id_count()
     }
 
+    /// The highest producer id with state in this log, if any (the broker
+    /// resumes id allocation above it when its own record is lost).
+    pub fn max_producer_id(&self) -> Option<ProducerId> {
+        let g = self.append.lock().unwrap_or_else(|e| e.into_inner());
+        g.producers.active_producers().map(|(id, _)| id).max()
+    }
+
     /// Offsets of the producer snapshot files the log knows, ascending.
     pub fn producer_snapshot_offsets(&self) -> Vec<Offset> {
         let g = self.append.lock().unwrap_or_else(|e| e.into_inner());

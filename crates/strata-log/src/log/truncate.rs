@@ -114,7 +114,7 @@ impl Log {
             let mut cache = self.lock_epochs();
             if cache.truncate_from_end(offset) {
                 if let Err(e) = cache.flush() {
-                    tracing::warn!(tp = %self.tp, error = %e, "leader-epoch checkpoint write failed");
+                    tracing::warn!(tp = %self.tp, error = %crate::ErrorChain(&e), "leader-epoch checkpoint write failed");
                 }
             }
         }

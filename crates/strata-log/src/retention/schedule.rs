@@ -126,7 +126,7 @@ impl RetentionSchedule {
                 }
                 Err(e) => {
                     round.failures += 1;
-                    tracing::error!(tp = %log.topic_partition(), error = %e, "retention pass failed");
+                    tracing::error!(tp = %log.topic_partition(), error = %crate::ErrorChain(&e), "retention pass failed");
                 }
             }
         }
@@ -148,7 +148,7 @@ impl RetentionSchedule {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    tracing::warn!(path = %p.path.display(), error = %e, "removing a deleted snapshot failed")
+                    tracing::warn!(path = %p.path.display(), error = %crate::ErrorChain(&e), "removing a deleted snapshot failed")
                 }
             }
         }

@@ -195,9 +195,7 @@ fn resolve(
             });
         }
     }
-    broker
-        .log(&info.name, partition)
-        .ok_or(ApiError::UnknownTopicOrPartition)
+    broker.partition_log(info, partition)
 }
 
 /// Read every partition within the byte budgets (blocking: index lookups).
