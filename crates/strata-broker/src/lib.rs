@@ -13,7 +13,7 @@
 //! - `connection`: frames in, responses out in order; zero-copy writer; idle
 //!   and frame-arrival deadlines.
 //! - `connection_quotas`: per-client-address connection limits.
-//! - `protocol_log`: rate-limited INFO lines for protocol errors, error chains.
+//! - `protocol_log`: rate-limited INFO lines for protocol errors.
 //! - `dispatch`: header decoding, version checks, response encoding.
 //! - `apis`: one module per Kafka API.
 //! - `broker`: the state handlers share.

@@ -7,8 +7,8 @@
 //! without turning on debug) but lets at most [`LINES_PER_WINDOW`] through in
 //! each [`WINDOW`], and the first line of a later window says how many were
 //! suppressed in between. Every line is also emitted at DEBUG, unlimited.
+//! Lines carry the error's whole cause chain (`strata_log::ErrorChain`).
 
-use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -68,7 +68,7 @@ pub(crate) fn protocol_error(
     what: &str,
     error: &dyn std::error::Error,
 ) {
-    let chain = ErrorChain(error);
+    let chain = strata_log::ErrorChain(error);
     tracing::debug!(?peer, error = %chain, "{what}");
     let decision = WINDOW_STATE
         .lock()
@@ -80,21 +80,6 @@ pub(crate) fn protocol_error(
         } else {
             tracing::info!(?peer, error = %chain, "{what}");
         }
-    }
-}
-
-/// Displays an error and its whole `source()` chain: `outer: inner: os error`.
-pub(crate) struct ErrorChain<'a>(pub &'a dyn std::error::Error);
-
-impl fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(s) = source {
-            write!(f, ": {s}")?;
-            source = s.source();
-        }
-        Ok(())
     }
 }
 
@@ -120,25 +105,5 @@ mod tests {
         // A new window reports the six dropped lines once.
         assert_eq!(w.admit(t0 + WINDOW), Admit::Log { suppressed: 6 });
         assert_eq!(w.admit(t0 + WINDOW), Admit::Log { suppressed: 0 });
-    }
-
-    #[test]
-    fn chain_shows_every_source() {
-        let inner = std::io::Error::from_raw_os_error(libc::EMFILE);
-        #[derive(Debug)]
-        struct Outer(std::io::Error);
-        impl fmt::Display for Outer {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("cannot open index /x")
-            }
-        }
-        impl std::error::Error for Outer {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
-        let text = ErrorChain(&Outer(inner)).to_string();
-        assert!(text.starts_with("cannot open index /x: "), "{text}");
-        assert!(text.contains("Too many open files"), "{text}");
     }
 }
