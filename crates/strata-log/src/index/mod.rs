@@ -23,6 +23,7 @@ mod tests;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use memmap2::{Mmap, MmapMut, MmapOptions};
@@ -46,6 +47,7 @@ pub enum IndexOp {
     Read,
     Write,
     Truncate,
+    Reserve,
 }
 
 impl fmt::Display for IndexOp {
@@ -54,6 +56,7 @@ impl fmt::Display for IndexOp {
             IndexOp::Open => "open",
             IndexOp::Map => "memory-map",
             IndexOp::Resize => "resize",
+            IndexOp::Reserve => "reserve disk space for",
             IndexOp::Flush => "flush",
             IndexOp::Rename => "rename",
             IndexOp::Delete => "delete",
@@ -218,6 +221,10 @@ pub(crate) fn be_i64(bytes: &[u8], pos: usize) -> i64 {
     i64::from_be_bytes(b)
 }
 
+/// Disk space reserved ahead of the entries written, per `fallocate(2)`
+/// (a power of two).
+const RESERVE_STEP: usize = 64 * 1024;
+
 enum Map {
     Rw(MmapMut),
     Ro(Mmap),
@@ -228,9 +235,19 @@ enum Map {
 ///
 /// Invariants: `length` is the file length; the mapping covers exactly
 /// `length` bytes; `max_entries = length / entry_size`; `entries <=
-/// max_entries`; entries occupy bytes `[0, entries * entry_size)`.
+/// max_entries`; entries occupy bytes `[0, entries * entry_size)`;
+/// `reserved <= length` and bytes `[0, reserved)` have disk blocks.
+///
+/// Why `reserved`: the file is preallocated sparse (as Kafka's), so the
+/// first store into a hole allocates a block inside a page fault, and on a
+/// full disk that fault is SIGBUS, which kills the process. `push` first
+/// reserves the blocks with `fallocate(2)`, where ENOSPC is an ordinary
+/// error that takes the log directory offline.
 pub(crate) struct IndexFile {
     path: PathBuf,
+    /// Kept open for `fallocate` (the mapping alone cannot reserve blocks).
+    file: File,
+    reserved: usize,
     base_offset: Offset,
     max_index_size: usize,
     writable: bool,
@@ -299,6 +316,8 @@ impl IndexFile {
         let entries = if newly_created { 0 } else { max_entries };
         Ok(IndexFile {
             path: path.to_path_buf(),
+            file,
+            reserved: 0,
             base_offset,
             max_index_size,
             writable,
@@ -372,6 +391,7 @@ impl IndexFile {
             });
         }
         let start = self.entries * self.entry_size;
+        self.reserve_to(start + entry.len())?;
         match &mut self.map {
             Map::Rw(m) => m[start..start + entry.len()].copy_from_slice(entry),
             Map::Ro(_) => {
@@ -382,6 +402,42 @@ impl IndexFile {
         }
         self.entries += 1;
         Ok(())
+    }
+
+    /// Make sure bytes `[0, end)` have disk blocks, reserving
+    /// [`RESERVE_STEP`] at a time (a no-op for blocks already there).
+    fn reserve_to(&mut self, end: usize) -> Result<(), IndexError> {
+        if end <= self.reserved || !self.writable {
+            return Ok(());
+        }
+        let from = self.reserved & !(RESERVE_STEP - 1);
+        let to = (from + RESERVE_STEP).max(end).min(self.length);
+        loop {
+            // SAFETY: the descriptor is owned by `self.file` and open; the
+            // range lies within the file, so its length does not change.
+            let r = unsafe {
+                libc::fallocate(
+                    self.file.as_raw_fd(),
+                    0,
+                    from as libc::off_t,
+                    (to - from) as libc::off_t,
+                )
+            };
+            if r == 0 {
+                self.reserved = to;
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // A file system without fallocate: keep Kafka's behaviour.
+                Some(libc::EOPNOTSUPP) => {
+                    self.reserved = self.length;
+                    return Ok(());
+                }
+                _ => return Err(IndexError::io(&self.path, IndexOp::Reserve, e)),
+            }
+        }
     }
 
     /// Forget entries past `entries` (the bytes stay until overwritten).
@@ -414,6 +470,8 @@ impl IndexFile {
         // Linux lets a mapped file change length; the old mapping is dropped
         // here, before anything reads through it again.
         self.map = map_file(&file, &self.path, rounded, self.writable)?;
+        self.file = file;
+        self.reserved = self.reserved.min(rounded);
         self.length = rounded;
         self.max_entries = rounded / self.entry_size;
         Ok(true)
