@@ -51,7 +51,7 @@ for t in "${TARGETS[@]}"; do
     printf 'fuzz-smoke: %s FAILED (input saved under %s)\n' "$t" "$TARGET_DIR/artifacts/$t/"
     exit 1
   fi
-  grep -E '^stat::number_of_executed_runs' "$work/log" | sed "s/^/fuzz-smoke: $t /"
+  grep -E '^stat::number_of_executed_(runs|units)' "$work/log" | sed "s/^/fuzz-smoke: $t /"
   rm -rf "$work"
 done
 printf 'fuzz-smoke: %s targets passed\n' "${#TARGETS[@]}"
