@@ -537,7 +537,9 @@ impl<'a> Reader<'a> {
     fn length(&mut self, classic_i32: bool) -> Result<Option<usize>, RecordError> {
         let at = self.pos;
         let len: i64 = if self.flexible {
-            self.uvarint()? as i64 - 1
+            // Stored plus one (0 is null). Subtract before the cast: 2^63 as
+            // i64 is i64::MIN, and MIN - 1 overflows.
+            self.uvarint()?.wrapping_sub(1) as i64
         } else if classic_i32 {
             i64::from(self.i32()?)
         } else {
