@@ -2,12 +2,12 @@
 //! opened from disk by the engine (read-only, as log loading and the tools
 //! open an existing index) and put through every reader and sanity check:
 //! lookups, entries, `sanity_check`, `check_all_entries`, the aborted
-//! transactions of a fetch. Any panic or overflow is a bug. Every
+//! transactions of a fetch. Any panic or overflow is a bug. Every version-0
 //! aborted-transaction record read re-encodes to a record that decodes to
 //! itself.
 //!
-//! Input: 8 bytes of base offset (the segment file name's offset, so
-//! `0..=i64::MAX`), 8 bytes used as a lookup target, then the file.
+//! Input: 8 bytes of base offset (the segment file name's offset, kept
+//! non-negative), 8 bytes used as a lookup target, then the file.
 
 #![no_main]
 
@@ -81,7 +81,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = index.collect_aborted_txns(Offset(target), base);
         let _ = index.collect_aborted_txns(base, Offset(target));
         if let Ok(all) = index.all_aborted_txns() {
-            for txn in all {
+            // Only version 0 (what a broker writes) round-trips: decode reads
+            // the version from byte 0 alone, as Kafka does, while encode
+            // writes an i16, so a negative version -n re-reads as -1.
+            for txn in all.into_iter().filter(|t| t.version == 0) {
                 assert_eq!(AbortedTxn::decode(&txn.encode()), Some(txn));
             }
         }
