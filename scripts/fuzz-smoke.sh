@@ -14,7 +14,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECONDS_PER_TARGET=${STRATA_FUZZ_SECONDS:-15}
 TARGET_DIR="$ROOT/target/fuzz"
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
-TARGETS=(batch_validate recovery_tail request_decode)
+TARGETS=(batch_validate recovery_tail request_decode consumer_offsets remote_log_metadata
+  producer_snapshot checkpoint_files index_files)
 
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module \
 -Cllvm-args=-sanitizer-coverage-level=4 \

@@ -265,3 +265,25 @@ fn corrupt_values_are_structured_errors() {
         Err(RecordError::UnexpectedNull { position: 2, .. })
     ));
 }
+
+/// A flexible (v4) value whose first compact string has the length varint
+/// 2^63 made the length arithmetic overflow (a panic with overflow checks
+/// on, the `consumer_offsets` fuzz target's crash) instead of reporting a
+/// truncated value.
+#[test]
+fn compact_length_of_two_to_the_63_is_truncation_not_overflow() {
+    let input = [
+        0x00, 0x04, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,
+    ];
+    assert!(matches!(
+        GroupMetadataValue::decode(&input),
+        Err(RecordError::Truncated { position: 12, .. })
+    ));
+    let mut commit = vec![0x00, 0x04];
+    commit.extend_from_slice(&[0; 12]); // offset, leader epoch
+    commit.extend_from_slice(&input[2..]);
+    assert!(matches!(
+        OffsetCommitValue::decode(&commit),
+        Err(RecordError::Truncated { position: 24, .. })
+    ));
+}

@@ -74,7 +74,11 @@ impl OffsetIndex {
 
     #[inline]
     fn offset_at(&self, n: usize) -> Offset {
-        self.file.base_offset().plus(self.relative(n) as i64)
+        // Wraps as Kafka's long addition does: the base comes from a file
+        // name and the slot from the file, and a wrapped offset fails the
+        // sanity check instead of panicking.
+        let base = self.file.base_offset();
+        Offset(base.0.wrapping_add(i64::from(self.relative(n))))
     }
 
     #[inline]

@@ -66,9 +66,9 @@ impl TimeIndex {
 
     #[inline]
     fn offset_at(&self, n: usize) -> Offset {
-        self.file
-            .base_offset()
-            .plus(be_i32(self.file.slot(n), 8) as i64)
+        // Wraps as Kafka's long addition does (see `OffsetIndex::offset_at`).
+        let base = self.file.base_offset();
+        Offset(base.0.wrapping_add(i64::from(be_i32(self.file.slot(n), 8))))
     }
 
     #[inline]

@@ -16,12 +16,16 @@ pub const NUM_BATCHES_TO_RETAIN: usize = 5;
 pub const NO_SEQUENCE: i32 = -1;
 
 /// `sequence - decrement`, wrapping below 0 to `i32::MAX` as Kafka's
-/// `DefaultRecordBatch.decrementSequence` does.
+/// `DefaultRecordBatch.decrementSequence` does. Java's `int` arithmetic
+/// wraps, and so does this: a snapshot can restore any (CRC-valid) sequence
+/// and delta, and a restored entry must not panic.
 pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
     if sequence < decrement {
-        i32::MAX - (decrement - sequence) + 1
+        i32::MAX
+            .wrapping_sub(decrement.wrapping_sub(sequence))
+            .wrapping_add(1)
     } else {
-        sequence - decrement
+        sequence.wrapping_sub(decrement)
     }
 }
 
@@ -44,9 +48,14 @@ impl BatchMetadata {
         decrement_sequence(self.last_seq, self.offset_delta)
     }
 
-    /// The batch's first (base) offset.
+    /// The batch's first (base) offset. Wraps as Kafka's `long` arithmetic
+    /// does (a restored snapshot entry can carry any delta).
     pub fn first_offset(&self) -> Offset {
-        Offset(self.last_offset.0 - self.offset_delta as i64)
+        Offset(
+            self.last_offset
+                .0
+                .wrapping_sub(i64::from(self.offset_delta)),
+        )
     }
 }
 

@@ -424,3 +424,22 @@ fn rename_and_delete() {
     fs::remove_file(&old).unwrap();
     assert!(!idx.delete().unwrap(), "already gone");
 }
+
+/// An existing index of a segment named for offset `i64::MAX` with a
+/// positive relative offset in a slot made opening it overflow (a panic with
+/// overflow checks on, the `index_files` fuzz target's crash). The offset
+/// wraps as in Kafka, and the sanity check reports the file as corrupt.
+#[test]
+fn slot_past_the_largest_base_offset_is_corruption_not_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = new_path(&dir, "x.index");
+    let mut slot = 1i32.to_be_bytes().to_vec();
+    slot.extend_from_slice(&0i32.to_be_bytes());
+    fs::write(&path, &slot).unwrap();
+    let idx = OffsetIndex::open(&path, Offset(i64::MAX), 80, false).unwrap();
+    assert_eq!(idx.last_offset(), Offset(i64::MIN));
+    assert!(matches!(
+        corruption(idx.sanity_check()),
+        IndexCorruption::LastOffsetBelowBase { .. }
+    ));
+}

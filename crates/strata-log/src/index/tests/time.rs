@@ -254,3 +254,20 @@ fn time_sanity_checks() {
         IndexCorruption::TimestampNotIncreasing { slot: 2, .. }
     ));
 }
+
+/// The `.timeindex` twin of the offset index's
+/// `slot_past_the_largest_base_offset_is_corruption_not_overflow`.
+#[test]
+fn time_slot_past_the_largest_base_offset_is_corruption_not_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = new_path(&dir, "x.timeindex");
+    let mut slot = 5i64.to_be_bytes().to_vec();
+    slot.extend_from_slice(&1i32.to_be_bytes());
+    fs::write(&path, &slot).unwrap();
+    let idx = TimeIndex::open(&path, Offset(i64::MAX), 120, false).unwrap();
+    assert_eq!(idx.last_entry().offset, Offset(i64::MIN));
+    assert!(matches!(
+        corruption(idx.sanity_check()),
+        IndexCorruption::LastOffsetBelowBase { .. }
+    ));
+}

@@ -304,3 +304,28 @@ fn decode_reports_each_corruption() {
         Err(SnapshotCorruption::ChecksumMismatch { .. })
     ));
 }
+
+/// A snapshot entry is only CRC-checked, so its offset delta can be anything:
+/// a negative one made the restored batch's first sequence and first offset
+/// overflow (a panic with overflow checks on, the `producer_snapshot` fuzz
+/// target's crash). They wrap, as Kafka's `int`/`long` arithmetic does.
+#[test]
+fn restored_batch_with_negative_offset_delta_wraps_like_kafka() {
+    let stored = ProducerSnapshotEntry {
+        producer_id: PID,
+        epoch: ProducerEpoch(0),
+        last_sequence: 5,
+        last_offset: Offset(i64::MAX),
+        offset_delta: i32::MIN,
+        timestamp: Timestamp(0),
+        coordinator_epoch: 0,
+        current_txn_first_offset: Offset(-1),
+    };
+    let read = decode_snapshot(&encode_snapshot(&[stored])).unwrap();
+    let entry = read[0].to_entry();
+    assert_eq!(entry.first_seq(), i32::MIN + 5);
+    assert_eq!(entry.first_data_offset(), Offset(i64::MIN + (1 << 31) - 1));
+    // Kafka: Integer.MAX_VALUE - (MAX_VALUE - -1) + 1, in wrapping int arithmetic.
+    assert_eq!(decrement_sequence(-1, i32::MAX), 0);
+    assert_eq!(decrement_sequence(0, 1), i32::MAX);
+}
