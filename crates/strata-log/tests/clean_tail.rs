@@ -10,9 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use strata_log::{
-    LeaderEpoch, LoadParams, Log, LogConfig, MockClock, Offset, ReadBound, SegmentInfo,
-};
+use strata_log::{LeaderEpoch, LoadParams, Log, LogConfig, MockClock, Offset, SegmentInfo};
 
 /// Small index interval so that the active segment has many index entries;
 /// large enough segments that the active one holds hundreds of records.
@@ -44,23 +42,10 @@ type Stored = (i64, i64, Vec<u8>);
 
 /// Every batch from the log start to the log end: (base, last, bytes).
 fn read_batches(log: &Log) -> Vec<Stored> {
-    let mut out = Vec::new();
-    let mut at = log.log_start_offset();
-    while at < log.log_end_offset() {
-        let d = log.read(at, 1 << 20, ReadBound::LogEnd, false).unwrap();
-        let bytes = d.read_to_vec().unwrap();
-        let batches = split_batches(&bytes);
-        let Some(last) = batches.last() else { break };
-        at = Offset(last.last + 1);
-        for b in batches {
-            out.push((
-                b.base,
-                b.last,
-                bytes[b.position..b.position + b.size].to_vec(),
-            ));
-        }
-    }
-    out
+    read_all_batches(log)
+        .into_iter()
+        .map(|(b, bytes)| (b.base, b.last, bytes))
+        .collect()
 }
 
 /// Batches compared by offsets and bytes, reporting the first difference

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::*;
 use proptest::prelude::*;
-use strata_log::{LoadParams, Log, LogConfig, MockClock, Offset, ReadBound, Timestamp};
+use strata_log::{LoadParams, Log, LogConfig, MockClock, Offset, Timestamp};
 
 fn cfg() -> LogConfig {
     LogConfig {
@@ -44,17 +44,7 @@ fn fill(log: &Log, from: i64, n: i64) {
 
 /// Every batch readable from the log, in order.
 fn read_all(log: &Log) -> Vec<RawBatch> {
-    let mut out = Vec::new();
-    let mut at = log.log_start_offset();
-    while at < log.log_end_offset() {
-        let d = log.read(at, 1 << 20, ReadBound::LogEnd, false).unwrap();
-        let bytes = d.read_to_vec().unwrap();
-        let batches = split_batches(&bytes);
-        let Some(last) = batches.last() else { break };
-        at = Offset(last.last + 1);
-        out.extend(batches);
-    }
-    out
+    read_all_batches(log).into_iter().map(|(b, _)| b).collect()
 }
 
 fn assert_batches(log: &Log, n: i64) {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use strata_log::batch::BatchBuilder;
-use strata_log::{DirHealth, LoadParams, Log, LogConfig, MockClock, Offset, Timestamp};
+use strata_log::{DirHealth, LoadParams, Log, LogConfig, MockClock, Offset, ReadBound, Timestamp};
 
 /// `/work/shared/fixtures/kafka-records`, or `$STRATA_FIXTURES`.
 pub fn fixtures_dir() -> PathBuf {
@@ -38,6 +38,25 @@ fn be64(b: &[u8], at: usize) -> i64 {
 }
 fn be32(b: &[u8], at: usize) -> i32 {
     i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+/// Every batch readable from the log start to the log end, in order, with
+/// its bytes (a batch's `position` is within the read that returned it).
+pub fn read_all_batches(log: &Log) -> Vec<(RawBatch, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = log.log_start_offset();
+    while at < log.log_end_offset() {
+        let d = log.read(at, 1 << 20, ReadBound::LogEnd, false).unwrap();
+        let bytes = d.read_to_vec().unwrap();
+        let batches = split_batches(&bytes);
+        let Some(last) = batches.last() else { break };
+        at = Offset(last.last + 1);
+        for b in batches {
+            let own = bytes[b.position..b.position + b.size].to_vec();
+            out.push((b, own));
+        }
+    }
+    out
 }
 
 /// Split a `.log` image into v2 batches (stops at a partial or short tail).
