@@ -49,14 +49,10 @@ impl ConnectionQuotas {
         let ip = canonical(ip);
         let limit = self.limits.limit_for(ip);
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        let count = counts.entry(ip).or_insert(0);
-        if *count >= limit {
-            if *count == 0 {
-                counts.remove(&ip);
-            }
+        if counts.get(&ip).copied().unwrap_or(0) >= limit {
             return Err(TooManyConnections { ip, limit });
         }
-        *count += 1;
+        *counts.entry(ip).or_insert(0) += 1;
         Ok(IpSlot {
             quotas: self.clone(),
             ip,
