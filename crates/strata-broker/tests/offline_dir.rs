@@ -70,7 +70,7 @@ async fn partitions_of_an_offline_dir_are_reported_offline_and_kept() {
     let good_meta = std::fs::read(&meta_path).unwrap();
     let mut foreign = MetaProperties::read(&d2).unwrap().unwrap();
     foreign.cluster_id = Some("AAAAAAAAAAAAAAAAAAAAAA".into());
-    foreign.write(&d2).unwrap();
+    foreign.write(&strata_log::fs::StdFs, &d2).unwrap();
 
     let broker = start(root.path(), &extra).await;
     let mut c = Client::connect(broker.local_addr()).await;

@@ -122,7 +122,9 @@ async fn a_partition_whose_topic_id_disagrees_is_refused_and_left_alone() {
     // another cluster, say).
     let p1 = dir.path().join("t-1");
     let other = uuid::Uuid::new_v4();
-    PartitionMetadata::new(other).write(&p1).unwrap();
+    PartitionMetadata::new(other)
+        .write(&strata_log::fs::StdFs, &p1)
+        .unwrap();
     let before = snapshot(&p1);
 
     for round in 0..2 {

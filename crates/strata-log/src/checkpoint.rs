@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use crate::format::is_java_whitespace;
-use crate::fs::{write_atomically, StdFs};
+use crate::fs::{write_atomically, FileSystem, OpenMode, SharedFs};
 use crate::types::{Offset, TopicPartition};
 
 /// Version of every checkpoint file Kafka 3.9 writes.
@@ -211,8 +211,12 @@ where
 /// # Errors
 ///
 /// [`CheckpointError::Io`].
-pub fn write_checkpoint(path: &Path, text: &str) -> Result<(), CheckpointError> {
-    write_atomically(&StdFs, path, text.as_bytes()).map_err(|source| CheckpointError::Io {
+pub fn write_checkpoint(
+    fs: &dyn FileSystem,
+    path: &Path,
+    text: &str,
+) -> Result<(), CheckpointError> {
+    write_atomically(fs, path, text.as_bytes()).map_err(|source| CheckpointError::Io {
         path: path.to_path_buf(),
         source,
     })
@@ -230,21 +234,26 @@ pub fn write_checkpoint(path: &Path, text: &str) -> Result<(), CheckpointError> 
 ///
 /// Readers split entry lines on runs of whitespace and do not assume any
 /// order (Kafka writes hash-map order); this writer sorts by partition.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct OffsetCheckpointFile {
+    /// The seam writes go through.
+    fs: SharedFs,
     path: PathBuf,
 }
 
 impl OffsetCheckpointFile {
     /// A checkpoint at `path` (nothing is touched on disk).
-    pub fn new(path: impl Into<PathBuf>) -> OffsetCheckpointFile {
-        OffsetCheckpointFile { path: path.into() }
+    pub fn new(fs: &SharedFs, path: impl Into<PathBuf>) -> OffsetCheckpointFile {
+        OffsetCheckpointFile {
+            fs: fs.clone(),
+            path: path.into(),
+        }
     }
 
     /// The checkpoint named `name` (e.g. [`crate::format::RECOVERY_POINT_CHECKPOINT`])
     /// in log directory `log_dir`.
-    pub fn in_dir(log_dir: &Path, name: &str) -> OffsetCheckpointFile {
-        OffsetCheckpointFile::new(log_dir.join(name))
+    pub fn in_dir(fs: &SharedFs, log_dir: &Path, name: &str) -> OffsetCheckpointFile {
+        OffsetCheckpointFile::new(fs, log_dir.join(name))
     }
 
     pub fn path(&self) -> &Path {
@@ -258,11 +267,7 @@ impl OffsetCheckpointFile {
     ///
     /// [`CheckpointError::Io`].
     pub fn ensure_exists(&self) -> Result<(), CheckpointError> {
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&self.path)
-        {
+        match self.fs.open(&self.path, OpenMode::CreateNew) {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
             Err(source) => Err(CheckpointError::Io {
@@ -297,7 +302,11 @@ impl OffsetCheckpointFile {
         let lines = offsets
             .iter()
             .map(|(tp, offset)| format!("{} {} {}", tp.topic, tp.partition, offset));
-        write_checkpoint(&self.path, &encode_checkpoint(CHECKPOINT_VERSION, lines))
+        write_checkpoint(
+            self.fs.as_ref(),
+            &self.path,
+            &encode_checkpoint(CHECKPOINT_VERSION, lines),
+        )
     }
 }
 
@@ -308,7 +317,11 @@ mod tests {
 
     fn setup(content: &str) -> (tempfile::TempDir, OffsetCheckpointFile) {
         let dir = tempfile::tempdir().unwrap();
-        let file = OffsetCheckpointFile::in_dir(dir.path(), RECOVERY_POINT_CHECKPOINT);
+        let file = OffsetCheckpointFile::in_dir(
+            &crate::fs::StdFs::shared(),
+            dir.path(),
+            RECOVERY_POINT_CHECKPOINT,
+        );
         fs::write(file.path(), content).unwrap();
         (dir, file)
     }
@@ -320,7 +333,11 @@ mod tests {
     #[test]
     fn round_trip_writes_kafkas_text() {
         let dir = tempfile::tempdir().unwrap();
-        let file = OffsetCheckpointFile::in_dir(dir.path(), RECOVERY_POINT_CHECKPOINT);
+        let file = OffsetCheckpointFile::in_dir(
+            &crate::fs::StdFs::shared(),
+            dir.path(),
+            RECOVERY_POINT_CHECKPOINT,
+        );
         let offsets: BTreeMap<_, _> = [
             (TopicPartition::new("orders", 1), Offset(977)),
             (TopicPartition::new("orders", 0), Offset(1532)),
@@ -362,7 +379,7 @@ mod tests {
         assert!(read("").unwrap().is_empty());
         assert!(read("0\n").unwrap().is_empty());
         let dir = tempfile::tempdir().unwrap();
-        let missing = OffsetCheckpointFile::in_dir(dir.path(), "x");
+        let missing = OffsetCheckpointFile::in_dir(&crate::fs::StdFs::shared(), dir.path(), "x");
         assert!(missing.read().unwrap().is_empty());
         missing.ensure_exists().unwrap();
         assert_eq!(fs::read(missing.path()).unwrap(), b"");

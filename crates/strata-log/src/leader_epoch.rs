@@ -22,6 +22,7 @@ use crate::checkpoint::{
     OffsetCheckpointFile, CHECKPOINT_VERSION,
 };
 use crate::format::LEADER_EPOCH_CHECKPOINT;
+use crate::fs::SharedFs;
 use crate::types::{LeaderEpoch, Offset};
 
 /// Kafka `UNDEFINED_EPOCH_OFFSET`: no end offset known.
@@ -75,6 +76,8 @@ pub enum LeaderEpochError {
 /// Not internally synchronised: the owning log guards it with its lock.
 #[derive(Debug)]
 pub struct LeaderEpochCache {
+    /// The seam the checkpoint is written through.
+    fs: SharedFs,
     path: PathBuf,
     /// Ascending by epoch and by start offset.
     epochs: Vec<EpochEntry>,
@@ -92,8 +95,8 @@ impl LeaderEpochCache {
     /// # Errors
     ///
     /// A malformed checkpoint, a negative epoch or offset in it, or I/O.
-    pub fn load(dir: &Path) -> Result<LeaderEpochCache, LeaderEpochError> {
-        LeaderEpochCache::load_file(&dir.join(LEADER_EPOCH_CHECKPOINT))
+    pub fn load(fs: &SharedFs, dir: &Path) -> Result<LeaderEpochCache, LeaderEpochError> {
+        LeaderEpochCache::load_file(fs, &dir.join(LEADER_EPOCH_CHECKPOINT))
     }
 
     /// Load from an explicit checkpoint path.
@@ -101,8 +104,8 @@ impl LeaderEpochCache {
     /// # Errors
     ///
     /// As [`Self::load`].
-    pub fn load_file(path: &Path) -> Result<LeaderEpochCache, LeaderEpochError> {
-        OffsetCheckpointFile::new(path).ensure_exists()?;
+    pub fn load_file(fs: &SharedFs, path: &Path) -> Result<LeaderEpochCache, LeaderEpochError> {
+        OffsetCheckpointFile::new(fs, path).ensure_exists()?;
         let entries = read_checkpoint(path, CHECKPOINT_VERSION, |fields| match fields {
             [epoch, offset] => Some(EpochEntry {
                 epoch: LeaderEpoch(parse_java_int(epoch)?),
@@ -111,6 +114,7 @@ impl LeaderEpochCache {
             _ => None,
         })?;
         let mut cache = LeaderEpochCache {
+            fs: fs.clone(),
             path: path.to_path_buf(),
             epochs: Vec::with_capacity(entries.len()),
             dirty: false,
@@ -370,6 +374,7 @@ impl LeaderEpochCache {
     /// cache (Kafka `epochEntriesInRange`).
     pub fn epoch_entries_in_range(&self, start: Offset, end: Offset) -> Vec<EpochEntry> {
         let mut copy = LeaderEpochCache {
+            fs: self.fs.clone(),
             path: self.path.clone(),
             epochs: self.epochs.clone(),
             dirty: false,
@@ -414,7 +419,7 @@ impl LeaderEpochCache {
     ///
     /// I/O errors.
     pub fn flush(&mut self) -> Result<(), LeaderEpochError> {
-        write_checkpoint(&self.path, &self.encode())?;
+        write_checkpoint(self.fs.as_ref(), &self.path, &self.encode())?;
         self.dirty = false;
         Ok(())
     }

@@ -17,7 +17,6 @@
 //!    segment's indexes resized to `segment.index.bytes`.
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -27,6 +26,7 @@ use crate::error::LogError;
 use crate::format::{
     self, CLEANED_SUFFIX, DELETED_SUFFIX, KRAFT_CHECKPOINT_DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX,
 };
+use crate::fs::{FileSystem, SharedFs, StdFs};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::segment_config;
 use crate::segment::scan::FileBatches;
@@ -34,7 +34,7 @@ use crate::segment::{EpochSink, IndexFileState, Segment, SegmentRecovery};
 use crate::types::Offset;
 
 /// What the log manager knows about a partition before loading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct LoadParams {
     /// From `recovery-point-offset-checkpoint` (0 when absent).
     pub recovery_point: Offset,
@@ -42,6 +42,9 @@ pub struct LoadParams {
     pub log_start_offset: Offset,
     /// The log dir had a `.kafka_cleanshutdown` marker at startup.
     pub had_clean_shutdown: bool,
+    /// The file-system seam every file mutation of the log goes through
+    /// ([`StdFs`] by default).
+    pub fs: SharedFs,
 }
 
 impl Default for LoadParams {
@@ -50,6 +53,7 @@ impl Default for LoadParams {
             recovery_point: Offset(0),
             log_start_offset: Offset(0),
             had_clean_shutdown: false,
+            fs: StdFs::shared(),
         }
     }
 }
@@ -103,7 +107,7 @@ fn io<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Lo
 
 fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, LogError> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io(dir, "list partition dir"))? {
+    for entry in std::fs::read_dir(dir).map_err(io(dir, "list partition dir"))? {
         let entry = entry.map_err(io(dir, "list partition dir"))?;
         let ft = entry.file_type().map_err(io(dir, "stat"))?;
         if ft.is_file() {
@@ -117,8 +121,8 @@ fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, LogError> {
     Ok(out)
 }
 
-fn remove(path: &Path) -> Result<(), LogError> {
-    match fs::remove_file(path) {
+fn remove(fs: &dyn FileSystem, path: &Path) -> Result<(), LogError> {
+    match fs.remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(LogError::io(path, "delete", e)),
@@ -126,12 +130,16 @@ fn remove(path: &Path) -> Result<(), LogError> {
 }
 
 /// Steps 4 and 5 of §9: temporary files and interrupted swaps.
-fn clean_temp_files(dir: &Path, stats: &mut RecoveryStats) -> Result<(), LogError> {
+fn clean_temp_files(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    stats: &mut RecoveryStats,
+) -> Result<(), LogError> {
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();
     for (name, path) in list_files(dir)? {
         if name.ends_with(DELETED_SUFFIX) && !name.ends_with(KRAFT_CHECKPOINT_DELETED_SUFFIX) {
-            remove(&path)?;
+            remove(fs, &path)?;
             stats.deleted_temp_files.push(path);
         } else if name.ends_with(CLEANED_SUFFIX) {
             cleaned.push((format::offset_from_file_name(&name), path));
@@ -147,14 +155,14 @@ fn clean_temp_files(dir: &Path, stats: &mut RecoveryStats) -> Result<(), LogErro
     let mut valid_swaps = Vec::new();
     for (offset, name, path) in swaps {
         if offset.is_some_and(|o| o >= min_cleaned) {
-            remove(&path)?;
+            remove(fs, &path)?;
             stats.deleted_temp_files.push(path);
         } else {
             valid_swaps.push((offset, name, path));
         }
     }
     for (_, path) in cleaned {
-        remove(&path)?;
+        remove(fs, &path)?;
         stats.deleted_temp_files.push(path);
     }
     // The range of offsets the swap segments replace.
@@ -175,7 +183,7 @@ fn clean_temp_files(dir: &Path, stats: &mut RecoveryStats) -> Result<(), LogErro
             }
             if let Some(o) = format::offset_from_file_name(&name) {
                 if o >= min_swap && o < max_swap_next {
-                    remove(&path)?;
+                    remove(fs, &path)?;
                     stats.completed_swap_files.push(path);
                 }
             }
@@ -184,7 +192,8 @@ fn clean_temp_files(dir: &Path, stats: &mut RecoveryStats) -> Result<(), LogErro
     for (name, path) in list_files(dir)? {
         if let Some(stripped) = name.strip_suffix(SWAP_SUFFIX) {
             let target = dir.join(stripped);
-            fs::rename(&path, &target).map_err(io(&path, "rename swap file"))?;
+            fs.rename(&path, &target)
+                .map_err(io(&path, "rename swap file"))?;
             stats.completed_swap_files.push(target);
         }
     }
@@ -194,7 +203,7 @@ fn clean_temp_files(dir: &Path, stats: &mut RecoveryStats) -> Result<(), LogErro
 /// `readNextOffset` of a `.log` file by a plain scan (no index touched, so
 /// completing a swap never materialises index files).
 fn scan_next_offset(path: &Path, base: Offset) -> Result<Offset, LogError> {
-    let file = fs::File::open(path).map_err(io(path, "open swap segment"))?;
+    let file = std::fs::File::open(path).map_err(io(path, "open swap segment"))?;
     let len = file.metadata().map_err(io(path, "stat"))?.len();
     let mut next = base;
     let mut it = FileBatches::new(&file, 0, len, 1 << 20);
@@ -226,7 +235,9 @@ pub(crate) fn load(
     params: &LoadParams,
     clock: &dyn Clock,
 ) -> Result<Loaded, LogError> {
-    fs::create_dir_all(dir).map_err(io(dir, "create partition dir"))?;
+    let fs = &params.fs;
+    fs.create_dir_all(dir)
+        .map_err(io(dir, "create partition dir"))?;
     let partition = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -235,11 +246,11 @@ pub(crate) fn load(
         had_clean_shutdown: params.had_clean_shutdown,
         ..RecoveryStats::default()
     };
-    let mut epochs = LeaderEpochCache::load(dir).map_err(|e| LogError::Checkpoint {
+    let mut epochs = LeaderEpochCache::load(fs, dir).map_err(|e| LogError::Checkpoint {
         path: dir.join(format::LEADER_EPOCH_CHECKPOINT),
         source: Box::new(e),
     })?;
-    clean_temp_files(dir, &mut stats)?;
+    clean_temp_files(fs.as_ref(), dir, &mut stats)?;
 
     // Step 6: orphan indexes, then open every segment.
     let files = list_files(dir)?;
@@ -252,7 +263,7 @@ pub(crate) fn load(
         if format::is_index_file(name) {
             let orphan = format::offset_from_file_name(name).is_none_or(|o| !logs.contains(&o));
             if orphan {
-                remove(path)?;
+                remove(fs.as_ref(), path)?;
                 stats.orphan_indexes_deleted.push(path.clone());
             }
         }
@@ -260,7 +271,7 @@ pub(crate) fn load(
     let now = clock.now_ms();
     let mut segments = Vec::with_capacity(logs.len());
     for base in &logs {
-        let seg = Segment::open(dir, *base, segment_config(config, false), now, "")?;
+        let seg = Segment::open(fs, dir, *base, segment_config(config, false), now, "")?;
         let (index, time_index) = seg.check_index_files();
         if index != IndexFileState::Valid || time_index == IndexFileState::Invalid {
             let r = seg.recover(Some(&mut epochs as &mut dyn EpochSink))?;
@@ -376,6 +387,7 @@ pub(crate) fn load(
     let had_segments = !segments.is_empty();
     if segments.is_empty() {
         segments.push(Arc::new(Segment::create(
+            fs,
             dir,
             params.log_start_offset,
             segment_config(config, true),

@@ -13,7 +13,7 @@
 //! I/O error in that dir takes it offline; the other dirs keep working.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -26,6 +26,7 @@ use crate::clock::SharedClock;
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::format::{self, DirKind, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
+use crate::fs::{OpenMode, SharedFs, StdFs};
 use crate::loader::LoadParams;
 use crate::log::{DirHealth, Log};
 use crate::metadata;
@@ -46,6 +47,9 @@ pub struct LogManagerConfig {
     pub flush_start_offset_checkpoint_interval_ms: i64,
     /// `log.segment.delete.delay.ms` (default 60 000), for deleted partitions.
     pub file_delete_delay_ms: i64,
+    /// The file-system seam every file mutation in these dirs goes through
+    /// ([`StdFs`] in production; tests inject faults here).
+    pub fs: SharedFs,
 }
 
 impl LogManagerConfig {
@@ -60,6 +64,7 @@ impl LogManagerConfig {
             flush_offset_checkpoint_interval_ms: 60_000,
             flush_start_offset_checkpoint_interval_ms: 60_000,
             file_delete_delay_ms: 60_000,
+            fs: StdFs::shared(),
         }
     }
 }
@@ -127,14 +132,10 @@ impl std::fmt::Debug for LogManager {
     }
 }
 
-fn lock_dir(dir: &Path) -> Result<File, LogError> {
+fn lock_dir(fs: &SharedFs, dir: &Path) -> Result<File, LogError> {
     let path = dir.join(format::LOCK_FILE);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
+    let file = fs
+        .open(&path, OpenMode::Create)
         .map_err(|e| LogError::io(&path, "open lock file", e))?;
     // SAFETY: flock on a descriptor this function owns; no memory involved.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
@@ -181,7 +182,7 @@ fn ensure_meta_properties(dir: &Path, cfg: &LogManagerConfig) -> Result<(), LogE
             directory_id: None,
         },
     };
-    meta.write(dir).map_err(meta_err)
+    meta.write(cfg.fs.as_ref(), dir).map_err(meta_err)
 }
 
 fn checkpoint_err(path: &Path, e: crate::checkpoint::CheckpointError) -> LogError {
@@ -243,8 +244,11 @@ impl LogManager {
         for path in &config.log_dirs {
             let health = DirHealth::new(path);
             let prepared = (|| {
-                fs::create_dir_all(path).map_err(|e| LogError::io(path, "create log dir", e))?;
-                let lock = lock_dir(path)?;
+                config
+                    .fs
+                    .create_dir_all(path)
+                    .map_err(|e| LogError::io(path, "create log dir", e))?;
+                let lock = lock_dir(&config.fs, path)?;
                 ensure_meta_properties(path, &config)?;
                 Ok::<_, LogError>(lock)
             })();
@@ -310,10 +314,12 @@ impl LogManager {
         pending: &mut Vec<PendingDirDelete>,
         filter: Option<&LoadFilter>,
     ) -> Result<(Vec<Arc<Log>>, bool), LogError> {
-        let clean = metadata::take_clean_shutdown_marker(&dir.path)
+        let clean = metadata::take_clean_shutdown_marker(config.fs.as_ref(), &dir.path)
             .map_err(|e| LogError::io(&dir.path, "take clean shutdown marker", e))?;
-        let rp_file = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT);
-        let ls_file = OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT);
+        let rp_file =
+            OffsetCheckpointFile::in_dir(&config.fs, &dir.path, RECOVERY_POINT_CHECKPOINT);
+        let ls_file =
+            OffsetCheckpointFile::in_dir(&config.fs, &dir.path, LOG_START_OFFSET_CHECKPOINT);
         let recovery_points = rp_file.read().unwrap_or_else(|e| {
             tracing::warn!(error = %crate::ErrorChain(&e), "unreadable recovery-point checkpoint; recovering everything");
             BTreeMap::new()
@@ -342,6 +348,7 @@ impl LogManager {
                             .unwrap_or(Offset(0)),
                         log_start_offset: log_starts.get(&parsed.tp).copied().unwrap_or(Offset(0)),
                         had_clean_shutdown: clean,
+                        fs: config.fs.clone(),
                     };
                     jobs.push((path, params));
                 }
@@ -391,6 +398,11 @@ impl LogManager {
 
     pub fn clock(&self) -> &SharedClock {
         &self.clock
+    }
+
+    /// The file-system seam of every log dir.
+    pub fn fs(&self) -> &SharedFs {
+        &self.config.fs
     }
 
     pub fn get_log(&self, tp: &TopicPartition) -> Option<Arc<Log>> {
@@ -447,10 +459,13 @@ impl LogManager {
             .ok_or(LogError::NoOnlineDir)?;
         let path = dir.path.join(format::partition_dir_name(tp));
         let r = (|| {
-            fs::create_dir_all(&path)
+            self.config
+                .fs
+                .create_dir_all(&path)
                 .map_err(|e| LogError::io(&path, "create partition dir", e))?;
             let params = LoadParams {
                 had_clean_shutdown: true,
+                fs: self.config.fs.clone(),
                 ..LoadParams::default()
             };
             let log = Log::open(
@@ -462,13 +477,13 @@ impl LogManager {
             )?;
             if let Some(id) = topic_id {
                 metadata::PartitionMetadata::new(id)
-                    .write(&path)
+                    .write(self.config.fs.as_ref(), &path)
                     .map_err(|e| LogError::Checkpoint {
                         path: path.clone(),
                         source: Box::new(e),
                     })?;
             }
-            crate::fs::fsync_dir(&crate::fs::StdFs, &dir.path)
+            crate::fs::fsync_dir(self.config.fs.as_ref(), &dir.path)
                 .map_err(|e| LogError::io(&dir.path, "fsync log dir", e))?;
             Ok::<_, LogError>(log)
         })();
@@ -508,13 +523,13 @@ impl LogManager {
         let old = log.dir();
         let parent = old.parent().map(Path::to_path_buf).unwrap_or_default();
         let new = parent.join(format::delete_dir_name(tp));
-        if let Err(e) = fs::rename(&old, &new) {
+        if let Err(e) = self.config.fs.rename(&old, &new) {
             let e = LogError::io(&old, "rename partition dir for deletion", e);
             log.dir_health().mark_offline_by(&e);
             return Err(e);
         }
         log.set_dir(new.clone());
-        let _ = crate::fs::fsync_dir(&crate::fs::StdFs, &parent);
+        let _ = crate::fs::fsync_dir(self.config.fs.as_ref(), &parent);
         self.pending_dir_deletes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -613,7 +628,7 @@ impl LogManager {
                 files.push((LOG_START_OFFSET_CHECKPOINT, map));
             }
             for (name, map) in files {
-                let file = OffsetCheckpointFile::in_dir(&d.path, name);
+                let file = OffsetCheckpointFile::in_dir(&self.config.fs, &d.path, name);
                 if let Err(e) = file.write(&map) {
                     let e = checkpoint_err(file.path(), e);
                     d.health.mark_offline_by(&e);
@@ -655,7 +670,7 @@ impl LogManager {
             due
         };
         for p in due {
-            if let Err(e) = fs::remove_dir_all(&p.path) {
+            if let Err(e) = self.config.fs.remove_dir_all(&p.path) {
                 if e.kind() != std::io::ErrorKind::NotFound {
                     tracing::error!(dir = %p.path.display(), error = %crate::ErrorChain(&e), "partition dir deletion failed");
                 }
@@ -774,7 +789,9 @@ impl LogManager {
         }
         for d in &self.dirs {
             if d.health.is_online() && d.loaded_ok.load(Ordering::Acquire) {
-                if let Err(e) = metadata::write_clean_shutdown_marker(&d.path, -1) {
+                if let Err(e) =
+                    metadata::write_clean_shutdown_marker(self.config.fs.as_ref(), &d.path, -1)
+                {
                     failed(
                         Some(d),
                         LogError::io(&d.path, "write clean shutdown marker", e),

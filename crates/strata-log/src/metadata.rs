@@ -7,8 +7,8 @@
 //! 22 characters.
 
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,7 +16,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::format::{CLEAN_SHUTDOWN_MARKER, META_PROPERTIES, PARTITION_METADATA};
-use crate::fs::{fsync_dir, write_atomically, StdFs};
+use crate::fs::{fsync_dir, write_atomically, FileSystem, OpenMode};
 
 /// Why a string is not a Kafka base64 UUID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
@@ -239,9 +239,9 @@ impl PartitionMetadata {
     /// # Errors
     ///
     /// I/O errors.
-    pub fn write(&self, dir: &Path) -> Result<(), MetadataError> {
+    pub fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<(), MetadataError> {
         let path = dir.join(PARTITION_METADATA);
-        write_atomically(&StdFs, &path, self.encode().as_bytes()).map_err(io_err(&path))
+        write_atomically(fs, &path, self.encode().as_bytes()).map_err(io_err(&path))
     }
 }
 
@@ -287,16 +287,21 @@ pub fn clean_shutdown_json(broker_epoch: i64) -> String {
 /// # Errors
 ///
 /// I/O errors.
-pub fn write_clean_shutdown_marker(log_dir: &Path, broker_epoch: i64) -> io::Result<()> {
+pub fn write_clean_shutdown_marker(
+    fs: &dyn FileSystem,
+    log_dir: &Path,
+    broker_epoch: i64,
+) -> io::Result<()> {
     let path = log_dir.join(CLEAN_SHUTDOWN_MARKER);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)?;
-    file.write_all(clean_shutdown_json(broker_epoch).as_bytes())?;
-    file.sync_all()?;
-    fsync_dir(&StdFs, log_dir)
+    let file = fs.open(&path, OpenMode::CreateTruncate)?;
+    fs.write_at(
+        &file,
+        &path,
+        clean_shutdown_json(broker_epoch).as_bytes(),
+        0,
+    )?;
+    fs.sync(&file, &path)?;
+    fsync_dir(fs, log_dir)
 }
 
 /// Whether `<log_dir>/.kafka_cleanshutdown` exists.
@@ -319,10 +324,10 @@ pub fn read_clean_shutdown_marker(log_dir: &Path) -> Option<i64> {
 /// # Errors
 ///
 /// I/O errors deleting the file or syncing the directory.
-pub fn take_clean_shutdown_marker(log_dir: &Path) -> io::Result<bool> {
-    match fs::remove_file(log_dir.join(CLEAN_SHUTDOWN_MARKER)) {
+pub fn take_clean_shutdown_marker(fs: &dyn FileSystem, log_dir: &Path) -> io::Result<bool> {
+    match fs.remove_file(&log_dir.join(CLEAN_SHUTDOWN_MARKER)) {
         Ok(()) => {
-            fsync_dir(&StdFs, log_dir)?;
+            fsync_dir(fs, log_dir)?;
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),

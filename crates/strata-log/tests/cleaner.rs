@@ -1,7 +1,8 @@
 //! The log cleaner against a model: random writes, tombstones and
-//! compactions (some crashed at a random file operation and reopened through
-//! the loader) must always read back as "latest value per key", with
-//! offsets monotonic and nothing at or after the dirty end touched.
+//! compactions (some crashed at a random file operation, injected through
+//! the file-system seam, and reopened through the loader) must always read
+//! back as "latest value per key", with offsets monotonic and nothing at or
+//! after the dirty end touched.
 
 mod cleaner_util;
 
@@ -9,16 +10,17 @@ use std::sync::Arc;
 
 use cleaner_util::*;
 use rand::{Rng, SeedableRng};
-use strata_log::cleaner::{Cleaner, CleanerConfig, CleanerError, FileOp};
+use strata_log::cleaner::{Cleaner, CleanerConfig, CleanerError};
+use strata_log::fs::{Fault, FaultFs, FsOp};
 use strata_log::{Clock, MockClock, Offset, ReadBound};
 
-fn worker(clock: &Arc<MockClock>, map_bytes: u64, hooks: Arc<FailAt>) -> Cleaner {
+fn worker(clock: &Arc<MockClock>, map_bytes: u64) -> Cleaner {
     let cfg = CleanerConfig {
         dedupe_buffer_size: map_bytes,
         io_buffer_size: 4096,
         ..CleanerConfig::default()
     };
-    Cleaner::new(&cfg, clock.clone()).unwrap().with_hooks(hooks)
+    Cleaner::new(&cfg, clock.clone()).unwrap()
 }
 
 /// Records at or after `from`, as bytes-level records.
@@ -37,7 +39,8 @@ fn random_writes_compactions_and_crashes_match_the_model() {
         let root = tempfile::tempdir().unwrap();
         let clock = MockClock::new(T0);
         let cfg = compact_config(700);
-        let mut log = open(root.path(), &cfg, &clock);
+        let mut faults = FaultFs::new();
+        let mut log = open_on(root.path(), &cfg, &clock, faults.shared());
         let mut model = Model::default();
         let mut crashes = 0;
         for step in 0..80 {
@@ -61,18 +64,20 @@ fn random_writes_compactions_and_crashes_match_the_model() {
                 }
                 7 => clock.advance(rng.gen_range(0..15_000)),
                 _ => {
-                    let fail_at = rng.gen_bool(0.5).then(|| rng.gen_range(0..12));
-                    let hooks = FailAt::new(fail_at);
+                    // A crash at the n-th file operation of the clean:
+                    // that one and every later one fail.
+                    let fail_at = rng.gen_bool(0.5).then(|| rng.gen_range(0..40));
+                    if let Some(n) = fail_at {
+                        faults.fail_from(faults.op_count() + n, Fault::Eio);
+                    }
                     let snap_before = strata_log::cleaner::cleaner_snapshot(&log, None).unwrap();
                     let active = snap_before.segments.last().unwrap().base_offset;
                     let untouched = tail(&log, active);
                     let small_map = rng.gen_bool(0.3);
-                    let mut w = worker(
-                        &clock,
-                        if small_map { 24 * 4 } else { 1 << 16 },
-                        hooks.clone(),
-                    );
-                    match w.clean(&log) {
+                    let mut w = worker(&clock, if small_map { 24 * 4 } else { 1 << 16 });
+                    let r = w.clean(&log);
+                    faults.disarm();
+                    match r {
                         Ok(o) => {
                             assert!(
                                 o.end_offset <= active,
@@ -84,7 +89,8 @@ fn random_writes_compactions_and_crashes_match_the_model() {
                             // A crash: drop the log without closing, reopen through the loader.
                             drop(log);
                             crashes += 1;
-                            log = open(root.path(), &cfg, &clock);
+                            faults = FaultFs::new();
+                            log = open_on(root.path(), &cfg, &clock, faults.shared());
                         }
                     }
                     assert_eq!(
@@ -119,7 +125,7 @@ fn tombstone_kept_until_its_horizon_then_dropped_on_a_later_clean() {
     append(&log, 1_000, &[("a", None)]);
     log.roll().unwrap();
     append(&log, clock.now_ms(), &[("c", Some("1"))]);
-    let mut w = worker(&clock, 1 << 16, FailAt::new(None));
+    let mut w = worker(&clock, 1 << 16);
     let first = w.clean(&log).unwrap();
     assert_eq!(first.end_offset, Offset(3));
     let (hdrs, recs) = read_all(&log);
@@ -201,7 +207,7 @@ fn a_reader_holding_a_slice_across_a_clean_reads_the_old_bytes() {
                 reads += 1;
             }
         });
-        let mut w = worker(&clock, 1 << 16, FailAt::new(None));
+        let mut w = worker(&clock, 1 << 16);
         w.clean(&log).unwrap();
         stop.store(true, std::sync::atomic::Ordering::Release);
         reader.join().unwrap();
@@ -233,7 +239,7 @@ fn min_and_max_compaction_lag() {
     }
     log.roll().unwrap();
     append(&log, clock.now_ms(), &[("x", Some("1"))]);
-    let mut w = worker(&clock, 1 << 16, FailAt::new(None));
+    let mut w = worker(&clock, 1 << 16);
     let o = w.clean(&log).unwrap();
     assert_eq!(
         o.end_offset,
@@ -296,7 +302,7 @@ fn a_full_offset_map_cleans_in_several_passes() {
     let b = append(&log, clock.now_ms(), &[("z", Some("1"))]);
     model.write(b, &[("z", Some("1"))]);
     // 6 slots at load factor 0.9: 5 keys per pass, stopping mid-segment.
-    let mut w = worker(&clock, 24 * 6, FailAt::new(None));
+    let mut w = worker(&clock, 24 * 6);
     assert_eq!(w.map_capacity(), 5);
     let o = w.clean(&log).unwrap();
     assert!(o.stats.passes > 1, "several passes: {:?}", o.stats);
@@ -308,8 +314,10 @@ fn a_full_offset_map_cleans_in_several_passes() {
     let (_, recs) = read_all(&log);
     model.check(&recs);
     assert_eq!(recs.iter().filter(|r| r.offset < Offset(60)).count(), 20);
-    let ckpt =
-        strata_log::cleaner::CleanerCheckpoints::for_partition_dir(&partition_dir(root.path()));
+    let ckpt = strata_log::cleaner::CleanerCheckpoints::for_partition_dir(
+        &strata_log::fs::StdFs::shared(),
+        &partition_dir(root.path()),
+    );
     assert_eq!(
         ckpt.get(&strata_log::TopicPartition::new("t", 0)).unwrap(),
         Some(Offset(60))
@@ -347,30 +355,37 @@ fn map_full_mid_segment_stops_the_pass_there() {
 fn a_crash_at_every_file_operation_reopens_to_the_same_keys() {
     // Learn the operations of one clean, then crash at each in turn.
     let build = |root: &std::path::Path, clock: &Arc<MockClock>| {
-        let log = open(root, &compact_config(300), clock);
+        let faults = FaultFs::new();
+        let log = open_on(root, &compact_config(300), clock, faults.shared());
         let mut model = Model::default();
         for i in 0..30 {
             let (k, v) = (format!("k{}", i % 5), format!("v{i}"));
             let b = append(&log, clock.now_ms(), &[(&k, Some(&v))]);
             model.write(b, &[(&k, Some(&v))]);
         }
-        (log, model)
+        (log, model, faults)
     };
     let clock = MockClock::new(T0);
     let probe_root = tempfile::tempdir().unwrap();
-    let (log, _) = build(probe_root.path(), &clock);
-    let probe = FailAt::new(None);
-    worker(&clock, 1 << 16, probe.clone()).clean(&log).unwrap();
-    let ops = probe.ops();
+    let (log, _, probe) = build(probe_root.path(), &clock);
+    let first = probe.op_count();
+    worker(&clock, 1 << 16).clean(&log).unwrap();
+    let ops: Vec<_> = probe.ops().split_off(first as usize);
+    let checkpoint_written = |r: &strata_log::fs::OpRecord| {
+        r.op == FsOp::Rename && r.path.ends_with("cleaner-offset-checkpoint.tmp")
+    };
     assert!(
-        ops.contains(&FileOp::SyncDir) && ops.contains(&FileOp::WriteCheckpoint),
+        ops.iter().any(|r| r.op == FsOp::SyncDir)
+            && ops.iter().any(checkpoint_written)
+            && ops.iter().any(|r| r.op == FsOp::WriteAt),
         "{ops:?}"
     );
     let expected = read_all(&log).1;
     for (n, op) in ops.iter().enumerate() {
         let root = tempfile::tempdir().unwrap();
-        let (log, model) = build(root.path(), &clock);
-        let r = worker(&clock, 1 << 16, FailAt::new(Some(n))).clean(&log);
+        let (log, model, faults) = build(root.path(), &clock);
+        faults.fail_from(faults.op_count() + n as u64, Fault::Eio);
+        let r = worker(&clock, 1 << 16).clean(&log);
         assert!(
             matches!(
                 r,
@@ -392,9 +407,7 @@ fn a_crash_at_every_file_operation_reopens_to_the_same_keys() {
         let recs = read_all(&log).1;
         model.check(&recs);
         // Cleaning again converges on the same log as an uninterrupted clean.
-        worker(&clock, 1 << 16, FailAt::new(None))
-            .clean(&log)
-            .unwrap();
+        worker(&clock, 1 << 16).clean(&log).unwrap();
         assert_eq!(read_all(&log).1, expected, "op {n} {op:?}");
     }
 }

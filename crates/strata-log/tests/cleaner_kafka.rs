@@ -240,7 +240,8 @@ fn aborted_data_goes_markers_stay_while_their_data_does() {
     append(&log, T0, &[("e", Some("active"))]);
     let txn_path = partition_dir(root.path()).join("00000000000000000000.txnindex");
     if !txn_path.exists() {
-        let mut idx = TransactionIndex::open(&txn_path, Offset(0)).unwrap();
+        let mut idx =
+            TransactionIndex::open(&strata_log::fs::StdFs::shared(), &txn_path, Offset(0)).unwrap();
         idx.append(&AbortedTxn::new(
             ProducerId(6000),
             Offset(2),
@@ -287,7 +288,8 @@ fn aborted_data_goes_markers_stay_while_their_data_does() {
     assert!(hdrs.iter().any(|h| h.base == Offset(4) && h.count == 1));
     assert!(hdrs.iter().any(|h| h.base == Offset(5) && h.count == 1));
     // The kept ABORT marker's entry is in the cleaned segment's .txnindex.
-    let idx = TransactionIndex::open(&txn_path, Offset(0)).unwrap();
+    let idx =
+        TransactionIndex::open(&strata_log::fs::StdFs::shared(), &txn_path, Offset(0)).unwrap();
     let entries = idx.all_aborted_txns().unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(

@@ -21,10 +21,23 @@ fn open_named(
     cfg: &strata_log::LogConfig,
     clock: &Arc<MockClock>,
 ) -> Arc<Log> {
+    open_named_on(root, name, cfg, clock, strata_log::fs::StdFs::shared())
+}
+
+fn open_named_on(
+    root: &std::path::Path,
+    name: &str,
+    cfg: &strata_log::LogConfig,
+    clock: &Arc<MockClock>,
+    fs: strata_log::fs::SharedFs,
+) -> Arc<Log> {
     let log = Log::open(
         &root.join(name),
         cfg.clone(),
-        LoadParams::default(),
+        LoadParams {
+            fs,
+            ..LoadParams::default()
+        },
         clock.clone(),
         DirHealth::new(root),
     )
@@ -84,13 +97,12 @@ fn picks_the_filthiest_log_and_records_its_state() {
     }
     b.roll().unwrap();
     dirty(&b, &clock, 20);
-    strata_log::cleaner::CleanerCheckpoints::for_partition_dir(&b.dir())
-        .update(
-            &b.topic_partition().clone(),
-            Some(Offset(10)),
-            &strata_log::cleaner::NoHooks,
-        )
-        .unwrap();
+    strata_log::cleaner::CleanerCheckpoints::for_partition_dir(
+        &strata_log::fs::StdFs::shared(),
+        &b.dir(),
+    )
+    .update(&b.topic_partition().clone(), Some(Offset(10)))
+    .unwrap();
     let c = cleaner(&clock);
     let mut w = c.worker().unwrap();
     let logs = vec![plain.clone(), b.clone(), a.clone()];
@@ -115,11 +127,21 @@ fn picks_the_filthiest_log_and_records_its_state() {
 fn a_failed_cleaning_is_retried_with_growing_backoff_and_visible() {
     let root = tempfile::tempdir().unwrap();
     let clock = MockClock::new(T0);
-    let log = open_named(root.path(), "a-0", &compact_config(1 << 20), &clock);
+    let faults = strata_log::fs::FaultFs::new();
+    let log = open_named_on(
+        root.path(),
+        "a-0",
+        &compact_config(1 << 20),
+        &clock,
+        faults.shared(),
+    );
     dirty(&log, &clock, 20);
     let c = cleaner(&clock);
-    // The first file operation fails (before anything is swapped in).
-    c.set_hooks(FailAt::new(Some(0)));
+    // Every operation on the `.cleaned` files fails, starting with the
+    // first one of the cleaning (before anything is swapped in).
+    faults.fail_all(strata_log::fs::Fault::Eio, |_, p| {
+        p.to_string_lossy().ends_with(".cleaned")
+    });
     let mut failing = c.worker().unwrap();
     let logs = vec![log.clone()];
     let r = c.clean_filthiest(&mut failing, &logs).unwrap();
@@ -146,7 +168,7 @@ fn a_failed_cleaning_is_retried_with_growing_backoff_and_visible() {
     assert!(c.status(&log).unwrap().failure.is_some());
     // Once the fault is gone the retry succeeds and clears the failure.
     clock.advance(2_000);
-    c.set_hooks(Arc::new(strata_log::cleaner::NoHooks));
+    faults.disarm();
     let mut ok = c.worker().unwrap();
     assert!(c.clean_filthiest(&mut ok, &logs).unwrap().is_ok());
     assert!(c.state(log.topic_partition()).unwrap().failure.is_none());
@@ -247,7 +269,10 @@ fn truncation_below_the_active_segment_lowers_the_checkpoint() {
     c.clean_filthiest(&mut w, std::slice::from_ref(&log))
         .unwrap()
         .unwrap();
-    let ckpt = strata_log::cleaner::CleanerCheckpoints::for_partition_dir(&log.dir());
+    let ckpt = strata_log::cleaner::CleanerCheckpoints::for_partition_dir(
+        &strata_log::fs::StdFs::shared(),
+        &log.dir(),
+    );
     let tp = log.topic_partition().clone();
     assert_eq!(ckpt.get(&tp).unwrap(), Some(Offset(20)));
     // Inside the active segment: unchanged.

@@ -119,8 +119,22 @@ fn expected_entries(f: &Fixture, interval: u32) -> ExpectedEntries {
 fn build(f: &Fixture, dir: &Path, interval: u32) -> (PathBuf, PathBuf) {
     let index_path = format::index_file(dir, f.base, "");
     let time_path = format::time_index_file(dir, f.base, "");
-    let mut index = OffsetIndex::open(&index_path, f.base, 1 << 20, true).unwrap();
-    let mut time = TimeIndex::open(&time_path, f.base, 1 << 20, true).unwrap();
+    let mut index = OffsetIndex::open(
+        &strata_log::fs::StdFs::shared(),
+        &index_path,
+        f.base,
+        1 << 20,
+        true,
+    )
+    .unwrap();
+    let mut time = TimeIndex::open(
+        &strata_log::fs::StdFs::shared(),
+        &time_path,
+        f.base,
+        1 << 20,
+        true,
+    )
+    .unwrap();
     let (mut last_indexed, mut max_ts, mut offset_of_max) = (0u32, Timestamp::NONE, f.base);
     for b in &f.batches {
         if Timestamp(b.max_timestamp) > max_ts {
@@ -180,8 +194,22 @@ fn indexes_over_kafka_segments_have_kafkas_bytes_and_answer_lookups() {
             assert_eq!(fs::read(&time_path).unwrap(), time_bytes, "{ctx}");
 
             // Reopened as Kafka does for an inactive segment.
-            let index = OffsetIndex::open(&index_path, f.base, 1 << 20, false).unwrap();
-            let time = TimeIndex::open(&time_path, f.base, 1 << 20, false).unwrap();
+            let index = OffsetIndex::open(
+                &strata_log::fs::StdFs::shared(),
+                &index_path,
+                f.base,
+                1 << 20,
+                false,
+            )
+            .unwrap();
+            let time = TimeIndex::open(
+                &strata_log::fs::StdFs::shared(),
+                &time_path,
+                f.base,
+                1 << 20,
+                false,
+            )
+            .unwrap();
             index.sanity_check().unwrap();
             time.check_all_entries().unwrap();
             assert_eq!(index.entries(), offsets.len(), "{ctx}");
@@ -228,7 +256,7 @@ fn aborted_transaction_of_the_fixture_is_indexed_and_collected() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = format::txn_index_file(dir.path(), f.base, "");
-    let mut txn = TransactionIndex::open(&path, f.base).unwrap();
+    let mut txn = TransactionIndex::open(&strata_log::fs::StdFs::shared(), &path, f.base).unwrap();
     let record = AbortedTxn::new(
         ProducerId(6000),
         Offset(first),
@@ -241,7 +269,7 @@ fn aborted_transaction_of_the_fixture_is_indexed_and_collected() {
     assert_eq!(bytes.len(), 34);
     assert_eq!(&bytes[..2], [0, 0]);
     assert_eq!(i64::from_be_bytes(bytes[2..10].try_into().unwrap()), 6000);
-    let txn = TransactionIndex::open(&path, f.base).unwrap();
+    let txn = TransactionIndex::open(&strata_log::fs::StdFs::shared(), &path, f.base).unwrap();
     txn.sanity_check().unwrap();
     let all = txn
         .collect_aborted_txns(Offset(0), Offset(abort.last_offset + 1))

@@ -99,7 +99,13 @@ fn batches(log: &[u8]) -> Vec<BatchView<'_>> {
 }
 
 fn manager(dir: &Path) -> ProducerStateManager {
-    ProducerStateManager::new(dir, TopicPartition::new("t", 0), DAY_MS).unwrap()
+    ProducerStateManager::new(
+        &strata_log::fs::StdFs::shared(),
+        dir,
+        TopicPartition::new("t", 0),
+        DAY_MS,
+    )
+    .unwrap()
 }
 
 /// Apply every batch of the fixture as a leader would (CLIENT for data,
@@ -215,7 +221,13 @@ fn snapshot_of_kafka_fixture_equals_spec_bytes() {
     assert_eq!(written, spec_snapshot(&expected_fixture_entries()));
     // The standalone encoder agrees with the manager.
     let other = dir.path().join("standalone.snapshot");
-    write_snapshot(&other, &read_snapshot(&path).unwrap(), false).unwrap();
+    write_snapshot(
+        &strata_log::fs::StdFs,
+        &other,
+        &read_snapshot(&path).unwrap(),
+        false,
+    )
+    .unwrap();
     assert_eq!(fs::read(&other).unwrap(), written);
 }
 

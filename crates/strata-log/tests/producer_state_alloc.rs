@@ -75,8 +75,13 @@ fn idempotent_batches() -> Vec<Vec<u8>> {
 }
 
 fn known_producer(dir: &TempDir, first: &[u8]) -> ProducerStateManager {
-    let mut psm =
-        ProducerStateManager::new(dir.path(), TopicPartition::new("t", 0), 86_400_000).unwrap();
+    let mut psm = ProducerStateManager::new(
+        &strata_log::fs::StdFs::shared(),
+        dir.path(),
+        TopicPartition::new("t", 0),
+        86_400_000,
+    )
+    .unwrap();
     let batch = BatchView::parse(first).unwrap();
     let mut updates = ProducerUpdates::new();
     psm.validate_batch(&mut updates, &batch, AppendOrigin::Client)

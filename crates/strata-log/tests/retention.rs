@@ -468,9 +468,13 @@ fn delete_records_is_enforced_persisted_and_then_reclaimed() {
             .read(Offset(3), 1 << 20, ReadBound::HighWatermark, true)
             .is_ok());
         m.checkpoint_all().unwrap();
-        let ckpt = OffsetCheckpointFile::in_dir(tmp.path(), "log-start-offset-checkpoint")
-            .read()
-            .unwrap();
+        let ckpt = OffsetCheckpointFile::in_dir(
+            &strata_log::fs::StdFs::shared(),
+            tmp.path(),
+            "log-start-offset-checkpoint",
+        )
+        .read()
+        .unwrap();
         assert_eq!(ckpt.get(&tp), Some(&Offset(3)));
         // Crash: no shutdown, no retention pass.
         drop(m);

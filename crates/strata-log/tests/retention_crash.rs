@@ -149,6 +149,7 @@ fn a_crash_at_each_step_of_segment_deletion_reopens_consistently() {
                 recovery_point: Offset(0),
                 log_start_offset: Offset(0),
                 had_clean_shutdown: false,
+                fs: strata_log::fs::StdFs::shared(),
             },
         );
         let names = file_names(&dir);
@@ -256,9 +257,13 @@ fn async_delete_renames_then_removes_after_the_delay() {
     assert!(!tmp.path().join(partition_dir_name(&tp)).exists());
     assert_eq!(delete_dirs(tmp.path()).len(), 1);
     m.checkpoint_all().unwrap();
-    let rp = OffsetCheckpointFile::in_dir(tmp.path(), "recovery-point-offset-checkpoint")
-        .read()
-        .unwrap();
+    let rp = OffsetCheckpointFile::in_dir(
+        &strata_log::fs::StdFs::shared(),
+        tmp.path(),
+        "recovery-point-offset-checkpoint",
+    )
+    .read()
+    .unwrap();
     assert!(!rp.contains_key(&tp), "checkpoints drop the partition");
     clock.advance(4_999);
     m.run_background_once();
@@ -299,9 +304,13 @@ fn a_crash_at_each_step_of_topic_deletion_reopens_consistently() {
         assert!(m.get_log(&tp).is_none(), "step {step}: not loaded");
         assert!(m.all_logs().is_empty());
         m.checkpoint_all().unwrap();
-        let ls = OffsetCheckpointFile::in_dir(&root, "log-start-offset-checkpoint")
-            .read()
-            .unwrap();
+        let ls = OffsetCheckpointFile::in_dir(
+            &strata_log::fs::StdFs::shared(),
+            &root,
+            "log-start-offset-checkpoint",
+        )
+        .read()
+        .unwrap();
         assert!(ls.is_empty(), "step {step}: checkpoint dropped it");
         assert_eq!(delete_dirs(&root).len(), 1);
         clock.advance(5_000);

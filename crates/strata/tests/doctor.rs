@@ -113,7 +113,7 @@ fn absent(report: &Value, cause: &str) {
 fn write_checkpoint(log_dir: &Path, name: &str, tp: &TopicPartition, offset: i64) {
     let mut m = BTreeMap::new();
     m.insert(tp.clone(), Offset(offset));
-    OffsetCheckpointFile::in_dir(log_dir, name)
+    OffsetCheckpointFile::in_dir(&strata_log::fs::StdFs::shared(), log_dir, name)
         .write(&m)
         .unwrap();
 }

@@ -465,7 +465,9 @@ fn partition_metadata_topic_id_must_match_the_topic_store() {
     let dir = write_strata_partition(tmp.path(), "orders", 10, 3, 300, 1 << 20);
     let ours = uuid::Uuid::from_u128(0x0fed_cba9_8765_4321_0fed_cba9_8765_4321);
     let other = uuid::Uuid::from_u128(0x1111_2222_3333_4444_5555_6666_7777_8888);
-    PartitionMetadata::new(ours).write(&dir).unwrap();
+    PartitionMetadata::new(ours)
+        .write(&strata_log::fs::StdFs, &dir)
+        .unwrap();
 
     // Agreeing ids: clean, whether the log dir or the partition dir is given.
     write_topic_store(tmp.path(), "orders", ours);

@@ -17,31 +17,32 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{CleanerError, CleanerHooks, FileOp};
+use super::CleanerError;
 use crate::checkpoint::OffsetCheckpointFile;
 use crate::format::CLEANER_OFFSET_CHECKPOINT;
+use crate::fs::SharedFs;
 use crate::types::{Offset, TopicPartition};
 
 /// Serialises read-modify-write of every cleaner checkpoint in the process.
 static UPDATE: Mutex<()> = Mutex::new(());
 
 /// The `cleaner-offset-checkpoint` of one log dir.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CleanerCheckpoints {
     file: OffsetCheckpointFile,
 }
 
 impl CleanerCheckpoints {
     /// The checkpoint of log dir `log_dir` (nothing touched on disk).
-    pub fn in_dir(log_dir: &Path) -> CleanerCheckpoints {
+    pub fn in_dir(fs: &SharedFs, log_dir: &Path) -> CleanerCheckpoints {
         CleanerCheckpoints {
-            file: OffsetCheckpointFile::in_dir(log_dir, CLEANER_OFFSET_CHECKPOINT),
+            file: OffsetCheckpointFile::in_dir(fs, log_dir, CLEANER_OFFSET_CHECKPOINT),
         }
     }
 
     /// The checkpoint of the log dir holding partition directory `partition_dir`.
-    pub fn for_partition_dir(partition_dir: &Path) -> CleanerCheckpoints {
-        Self::in_dir(partition_dir.parent().unwrap_or(Path::new(".")))
+    pub fn for_partition_dir(fs: &SharedFs, partition_dir: &Path) -> CleanerCheckpoints {
+        Self::in_dir(fs, partition_dir.parent().unwrap_or(Path::new(".")))
     }
 
     pub fn path(&self) -> PathBuf {
@@ -77,25 +78,14 @@ impl CleanerCheckpoints {
     /// Set (`Some`) or remove (`None`) the entry of `tp`.
     ///
     /// # Errors
-    /// [`CleanerError::Checkpoint`]; an injected fault.
-    pub fn update(
-        &self,
-        tp: &TopicPartition,
-        offset: Option<Offset>,
-        hooks: &dyn CleanerHooks,
-    ) -> Result<(), CleanerError> {
+    /// [`CleanerError::Checkpoint`].
+    pub fn update(&self, tp: &TopicPartition, offset: Option<Offset>) -> Result<(), CleanerError> {
         let _g = UPDATE.lock().unwrap_or_else(|e| e.into_inner());
         let mut all = self.read_all()?;
         match offset {
             Some(o) => all.insert(tp.clone(), o),
             None => all.remove(tp),
         };
-        hooks.before(FileOp::WriteCheckpoint).map_err(|source| {
-            self.err(crate::checkpoint::CheckpointError::Io {
-                path: self.path(),
-                source,
-            })
-        })?;
         self.file.write(&all).map_err(|e| self.err(e))
     }
 
@@ -106,7 +96,7 @@ impl CleanerCheckpoints {
     /// As [`Self::update`].
     pub fn maybe_truncate(&self, tp: &TopicPartition, offset: Offset) -> Result<(), CleanerError> {
         match self.get(tp)? {
-            Some(o) if o > offset => self.update(tp, Some(offset), &super::NoHooks),
+            Some(o) if o > offset => self.update(tp, Some(offset)),
             _ => Ok(()),
         }
     }

@@ -8,7 +8,6 @@
 //! after every pass, so a crash loses at most one pass of work.
 
 use std::collections::HashMap;
-use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,10 +21,11 @@ use super::snapshot::{cleaner_snapshot, mtime_ms};
 use super::superseded::Superseded;
 use super::throttle::Throttler;
 use super::txn::{collect_aborted, CleanedTxnMetadata};
-use super::{AbortReason, CleanerConfig, CleanerError, CleanerHooks, FileOp, NoHooks};
+use super::{AbortReason, CleanerConfig, CleanerError};
 use crate::clock::SharedClock;
 use crate::error::LogError;
 use crate::format::{self, CLEANED_SUFFIX};
+use crate::fs::{FileSystem, OpenMode};
 use crate::index::TransactionIndex;
 use crate::log::{segment_config, Log};
 use crate::segment::Segment;
@@ -83,7 +83,6 @@ pub struct Cleaner {
     buf: Vec<u8>,
     out: Vec<u8>,
     throttler: Throttler,
-    hooks: Arc<dyn CleanerHooks>,
     stop: Arc<AtomicBool>,
 }
 
@@ -138,15 +137,8 @@ impl Cleaner {
             superseded: Superseded::default(),
             buf: vec![0; io_buffer],
             out: Vec::with_capacity(io_buffer),
-            hooks: Arc::new(NoHooks),
             stop: Arc::new(AtomicBool::new(false)),
         })
-    }
-
-    /// Replace the fault-injection hooks.
-    pub fn with_hooks(mut self, hooks: Arc<dyn CleanerHooks>) -> Cleaner {
-        self.hooks = hooks;
-        self
     }
 
     /// Replace the throttler (tests inject a mock sleeper).
@@ -194,13 +186,13 @@ impl Cleaner {
     /// files are removed; the checkpoint only moves after a full pass).
     pub fn clean(&mut self, log: &Log) -> Result<CleanOutcome, CleanerError> {
         let tp = log.topic_partition().clone();
-        let ckpt = CleanerCheckpoints::for_partition_dir(&log.dir());
+        let ckpt = CleanerCheckpoints::for_partition_dir(log.fs(), &log.dir());
         let checkpoint = ckpt.get(&tp)?;
         let snap = cleaner_snapshot(log, checkpoint).map_err(|e| CleanerError::log(&tp, e))?;
         let settings = CompactionSettings::of(&log.config());
         let c = cleanable(&snap, &settings, self.clock.now_ms());
         if c.checkpoint_reset {
-            ckpt.update(&tp, Some(c.first_dirty_offset), self.hooks.as_ref())?;
+            ckpt.update(&tp, Some(c.first_dirty_offset))?;
         }
         self.clean_range(log, c.first_dirty_offset, c.first_uncleanable_offset)
     }
@@ -217,13 +209,13 @@ impl Cleaner {
         first_uncleanable: Offset,
     ) -> Result<CleanOutcome, CleanerError> {
         let tp = log.topic_partition().clone();
-        let ckpt = CleanerCheckpoints::for_partition_dir(&log.dir());
+        let ckpt = CleanerCheckpoints::for_partition_dir(log.fs(), &log.dir());
         let size_before = log.size_in_bytes();
         let mut stats = CleanStats::default();
         let mut dirty = first_dirty;
         while dirty < first_uncleanable && stats.passes < self.max_passes {
             let end = self.clean_pass(log, dirty, first_uncleanable, &mut stats)?;
-            ckpt.update(&tp, Some(end), self.hooks.as_ref())?;
+            ckpt.update(&tp, Some(end))?;
             stats.passes += 1;
             if end <= dirty {
                 break;
@@ -275,6 +267,7 @@ impl Cleaner {
         let dirty_records = u64::try_from(upper.0 - first_dirty.0).unwrap_or(0);
         self.build_offset_map(
             &tp,
+            log.fs(),
             &segs,
             first_dirty,
             upper,
@@ -337,15 +330,11 @@ impl Cleaner {
         let tp = pass.log.topic_partition().clone();
         let lerr = |e: LogError| CleanerError::log(&tp, e);
         let base = group[0].base_offset();
-        let io = |op: FileOp, hooks: &dyn CleanerHooks| {
-            hooks
-                .before(op)
-                .map_err(|e| lerr(LogError::io(pass.dir, "cleaner file operation", e)))
-        };
-        io(FileOp::CreateCleaned { base }, self.hooks.as_ref())?;
-        delete_stale_cleaned(pass.dir, base).map_err(lerr)?;
+        let fs = pass.log.fs();
+        delete_stale_cleaned(fs.as_ref(), pass.dir, base).map_err(lerr)?;
         let cleaned = Arc::new(
             Segment::create(
+                fs,
                 pass.dir,
                 base,
                 cleaned_segment_config(pass.cfg, group, self.io_buffer),
@@ -356,10 +345,7 @@ impl Cleaner {
         );
         let r = self.fill_cleaned(pass, group, &cleaned, txn, stats);
         let swapped = match r {
-            Ok(()) => pass
-                .log
-                .replace_with_cleaned(&cleaned, group, self.hooks.as_ref())
-                .map_err(lerr),
+            Ok(()) => pass.log.replace_with_cleaned(&cleaned, group).map_err(lerr),
             Err(e) => Err(e),
         };
         match swapped {
@@ -399,16 +385,23 @@ impl Cleaner {
         let base = cleaned.base_offset();
         let txn_path = format::txn_index_file(pass.dir, base, CLEANED_SUFFIX);
         let mut txn_index =
-            TransactionIndex::open(&txn_path, base).map_err(|source| CleanerError::TxnIndex {
-                path: txn_path.clone(),
-                source: Box::new(source),
+            TransactionIndex::open(pass.log.fs(), &txn_path, base).map_err(|source| {
+                CleanerError::TxnIndex {
+                    path: txn_path.clone(),
+                    source: Box::new(source),
+                }
             })?;
         for (i, src) in group.iter().enumerate() {
             let upper = match group.get(i + 1) {
                 Some(next) => next.base_offset(),
                 None => src.read_next_offset().map_err(lerr)?,
             };
-            txn.add_aborted(aborted(pass.txn_paths, src.base_offset(), upper)?);
+            txn.add_aborted(aborted(
+                pass.log.fs(),
+                pass.txn_paths,
+                src.base_offset(),
+                upper,
+            )?);
             let retain_legacy = mtime_ms(src).map_err(lerr)? > pass.legacy_horizon;
             self.clean_into(
                 pass,
@@ -420,9 +413,6 @@ impl Cleaner {
                 stats,
             )?;
         }
-        self.hooks
-            .before(FileOp::FlushCleaned { base })
-            .map_err(|e| lerr(LogError::io(pass.dir, "cleaner file operation", e)))?;
         cleaned.on_become_inactive().map_err(lerr)?;
         cleaned.flush().map_err(lerr)?;
         txn_index.flush().map_err(|source| CleanerError::TxnIndex {
@@ -435,9 +425,10 @@ impl Cleaner {
             .map_err(|e| lerr(LogError::io(last.log_path(), "stat segment", e)))?;
         let (oi, ti) = cleaned.index_paths();
         for p in [cleaned.log_path(), oi, ti] {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&p)
+            let f = pass
+                .log
+                .fs()
+                .open(&p, OpenMode::ReadWrite)
                 .map_err(|e| lerr(LogError::io(&p, "open cleaned file", e)))?;
             f.set_modified(modified)
                 .map_err(|e| lerr(LogError::io(&p, "set mtime", e)))?;
@@ -503,11 +494,6 @@ impl Cleaner {
             stats.bytes_written += self.out.len() as u64;
             stats.invalid_records += r.invalid_records;
             if !self.out.is_empty() {
-                self.hooks
-                    .before(FileOp::AppendCleaned {
-                        base: cleaned.base_offset(),
-                    })
-                    .map_err(|e| lerr(LogError::io(pass.dir, "cleaner file operation", e)))?;
                 cleaned
                     .append(
                         r.max_offset,
@@ -544,12 +530,13 @@ struct PassContext<'a> {
 }
 
 pub(super) fn aborted(
+    fs: &crate::fs::SharedFs,
     txn_paths: &[(Offset, PathBuf)],
     start: Offset,
     upper: Offset,
 ) -> Result<Vec<crate::index::AbortedTxn>, CleanerError> {
     let segs: Vec<(Offset, &Path)> = txn_paths.iter().map(|(b, p)| (*b, p.as_path())).collect();
-    collect_aborted(&segs, start, upper).map_err(|source| CleanerError::TxnIndex {
+    collect_aborted(fs, &segs, start, upper).map_err(|source| CleanerError::TxnIndex {
         path: txn_paths
             .first()
             .map(|(_, p)| p.clone())
@@ -590,14 +577,14 @@ fn cleaned_segment_config(
 
 /// Remove `<base>.{log,index,timeindex,txnindex}.cleaned` left by an
 /// earlier attempt.
-fn delete_stale_cleaned(dir: &Path, base: Offset) -> Result<(), LogError> {
+fn delete_stale_cleaned(fs: &dyn FileSystem, dir: &Path, base: Offset) -> Result<(), LogError> {
     for p in [
         format::log_file(dir, base, CLEANED_SUFFIX),
         format::index_file(dir, base, CLEANED_SUFFIX),
         format::time_index_file(dir, base, CLEANED_SUFFIX),
         format::txn_index_file(dir, base, CLEANED_SUFFIX),
     ] {
-        match std::fs::remove_file(&p) {
+        match fs.remove_file(&p) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(LogError::io(&p, "delete stale cleaned file", e)),

@@ -155,7 +155,9 @@ pub fn dry_run(
             path: dir.to_path_buf(),
         })?
         .base;
-    let checkpoint = CleanerCheckpoints::for_partition_dir(dir)
+    // Read-only: the production seam is only needed to name the files.
+    let fs = crate::fs::StdFs::shared();
+    let checkpoint = CleanerCheckpoints::for_partition_dir(&fs, dir)
         .get(&tp)
         .ok()
         .flatten();
@@ -168,7 +170,7 @@ pub fn dry_run(
         .collect();
     let txn_refs: Vec<(Offset, &Path)> = txn_paths.iter().map(|(b, p)| (*b, p.as_path())).collect();
     let aborted = |start, end| {
-        collect_aborted(&txn_refs, start, end).map_err(|e| DryRunError::Corrupt {
+        collect_aborted(&fs, &txn_refs, start, end).map_err(|e| DryRunError::Corrupt {
             path: dir.to_path_buf(),
             detail: e.to_string(),
         })

@@ -23,9 +23,9 @@
 //!
 //! # Fault injection
 //!
-//! Every file operation of a cleaning first calls [`CleanerHooks::before`];
-//! an error there fails the operation as the file system would. Tests use it
-//! to fail or "crash" at the N-th operation and then reopen the log.
+//! Every file operation of a cleaning goes through the log's file-system
+//! seam ([`crate::fs::FileSystem`]); tests inject errors there (see
+//! [`crate::fs::FaultFs`]) to fail at the N-th operation and reopen the log.
 
 mod checkpoint;
 mod clean;
@@ -48,7 +48,7 @@ use crate::batch::BatchError;
 use crate::checkpoint::CheckpointError;
 use crate::error::LogError;
 use crate::index::IndexError;
-use crate::types::{Offset, TopicPartition};
+use crate::types::TopicPartition;
 
 pub use checkpoint::CleanerCheckpoints;
 pub use clean::{CleanOutcome, CleanStats, Cleaner};
@@ -225,44 +225,6 @@ impl CleanerConfig {
             });
         }
         Ok(c)
-    }
-}
-
-/// A file operation of a cleaning, in the order they happen (§11.8, §11.9).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FileOp {
-    /// Create `<base>.log.cleaned` (after deleting stale `.cleaned` files).
-    CreateCleaned { base: Offset },
-    /// Append one filtered chunk to the `.cleaned` segment.
-    AppendCleaned { base: Offset },
-    /// Trim, fsync and stamp the mtime of the `.cleaned` segment.
-    FlushCleaned { base: Offset },
-    /// Rename the new segment's files `.cleaned` → `.swap`.
-    RenameCleanedToSwap { base: Offset },
-    /// Rename one replaced segment's files to `.deleted`.
-    RenameOldToDeleted { base: Offset },
-    /// Rename the new segment's files `.swap` → final names.
-    RenameSwapToLive { base: Offset },
-    /// fsync the partition directory.
-    SyncDir,
-    /// Rewrite `cleaner-offset-checkpoint`.
-    WriteCheckpoint,
-}
-
-/// The fault-injection seam: called before every [`FileOp`].
-pub trait CleanerHooks: Send + Sync {
-    /// # Errors
-    /// An error fails the operation as if the file system had returned it.
-    fn before(&self, op: FileOp) -> std::io::Result<()>;
-}
-
-/// Production hooks: never fail.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoHooks;
-
-impl CleanerHooks for NoHooks {
-    fn before(&self, _op: FileOp) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

@@ -24,7 +24,7 @@ use super::checkpoint::CleanerCheckpoints;
 use super::clean::{CleanOutcome, Cleaner};
 use super::policy::{choose_filthiest, cleanable, Cleanable, CompactionSettings};
 use super::snapshot::cleaner_snapshot;
-use super::{AbortReason, CleanerConfig, CleanerError, CleanerHooks, NoHooks};
+use super::{AbortReason, CleanerConfig, CleanerError};
 use crate::clock::SharedClock;
 use crate::log::Log;
 use crate::manager::LogManager;
@@ -85,7 +85,7 @@ pub fn compaction_status(
 ) -> Result<CompactionStatus, CleanerError> {
     let tp = log.topic_partition().clone();
     let cfg = log.config();
-    let checkpoint = CleanerCheckpoints::for_partition_dir(&log.dir()).get(&tp)?;
+    let checkpoint = CleanerCheckpoints::for_partition_dir(log.fs(), &log.dir()).get(&tp)?;
     let snap = cleaner_snapshot(log, checkpoint).map_err(|e| CleanerError::log(&tp, e))?;
     let settings = CompactionSettings::of(&cfg);
     let c = cleanable(&snap, &settings, now_ms);
@@ -124,7 +124,6 @@ struct Shared {
 pub struct LogCleaner {
     config: RwLock<CleanerConfig>,
     clock: SharedClock,
-    hooks: RwLock<Arc<dyn CleanerHooks>>,
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -153,7 +152,6 @@ impl LogCleaner {
         LogCleaner {
             config: RwLock::new(config),
             clock,
-            hooks: RwLock::new(Arc::new(NoHooks)),
             shared: Arc::new(Shared {
                 states: Mutex::new(HashMap::new()),
                 in_progress: Mutex::new(HashSet::new()),
@@ -176,21 +174,13 @@ impl LogCleaner {
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = config;
     }
 
-    /// Install fault-injection hooks for workers created afterwards.
-    pub fn set_hooks(&self, hooks: Arc<dyn CleanerHooks>) {
-        *self.hooks.write().unwrap_or_else(|e| e.into_inner()) = hooks;
-    }
-
-    /// A worker with this cleaner's settings, hooks and stop flag.
+    /// A worker with this cleaner's settings and stop flag.
     ///
     /// # Errors
     /// [`CleanerError::MapTooSmall`].
     pub fn worker(&self) -> Result<Cleaner, CleanerError> {
         let cfg = self.config();
-        let hooks = self.hooks.read().unwrap_or_else(|e| e.into_inner()).clone();
-        Ok(Cleaner::new(&cfg, self.clock.clone())?
-            .with_hooks(hooks)
-            .with_stop_flag(self.shared.stop.clone()))
+        Ok(Cleaner::new(&cfg, self.clock.clone())?.with_stop_flag(self.shared.stop.clone()))
     }
 
     /// The cleaner's state of `tp`.
@@ -237,11 +227,8 @@ impl LogCleaner {
         let tp = log.topic_partition().clone();
         let r = (|| {
             if range.checkpoint_reset {
-                CleanerCheckpoints::for_partition_dir(&log.dir()).update(
-                    &tp,
-                    Some(range.first_dirty_offset),
-                    &NoHooks,
-                )?;
+                CleanerCheckpoints::for_partition_dir(log.fs(), &log.dir())
+                    .update(&tp, Some(range.first_dirty_offset))?;
             }
             worker.clean_range(
                 &log,
@@ -294,7 +281,7 @@ impl LogCleaner {
             {
                 continue;
             }
-            let checkpoint = CleanerCheckpoints::for_partition_dir(&log.dir())
+            let checkpoint = CleanerCheckpoints::for_partition_dir(log.fs(), &log.dir())
                 .get(tp)
                 .unwrap_or_else(|e| {
                     tracing::warn!(%tp, error = %crate::ErrorChain(&e), "unreadable cleaner checkpoint; cleaning from the log start");

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use super::*;
 use crate::batch::{BatchBuilder, BatchScanner, BatchView};
+use crate::types::Offset;
 use crate::types::{ProducerEpoch, ProducerId, Timestamp};
 
 fn batch(base: i64, recs: &[(Option<&str>, Option<&str>)]) -> Vec<u8> {

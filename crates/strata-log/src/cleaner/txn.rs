@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use crate::batch::{BatchView, ControlRecordType};
+use crate::fs::SharedFs;
 use crate::index::{AbortedTxn, IndexError, TransactionIndex};
 use crate::types::{Offset, ProducerId};
 
@@ -114,6 +115,7 @@ impl CleanedTxnMetadata {
 /// # Errors
 /// I/O and corruption errors reading an index.
 pub fn collect_aborted(
+    fs: &SharedFs,
     segments: &[(Offset, &Path)],
     start: Offset,
     upper: Offset,
@@ -124,7 +126,7 @@ pub fn collect_aborted(
         if !path.exists() {
             continue;
         }
-        let idx = TransactionIndex::open(path, *base)?;
+        let idx = TransactionIndex::open(fs, path, *base)?;
         let r = idx.collect_aborted_txns(start, upper)?;
         out.extend(r.aborted);
         if r.is_complete {

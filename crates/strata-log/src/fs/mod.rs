@@ -4,10 +4,15 @@
 //! or create, positional write, fsync, truncate, block reservation, rename,
 //! removal, directory creation and directory fsync — goes through a
 //! [`FileSystem`] (the seam of raft-engine's `FileSystem` trait). Production
-//! uses [`StdFs`], plain system calls. Tests use a simulating file system that
-//! injects I/O errors at a chosen operation and simulates a power loss:
-//! data not fsynced is dropped or torn, and directory entries not made
-//! durable by a directory fsync may be undone.
+//! uses [`StdFs`], plain system calls. Tests use [`FaultFs`] (`faults.rs`),
+//! which injects EIO, ENOSPC or a short write at a chosen operation, and a
+//! simulating file system that simulates a power loss: data not fsynced is
+//! dropped or torn, and directory entries not made durable by a directory
+//! fsync may be undone.
+//!
+//! The seam is injected, never global: [`crate::LogManagerConfig::fs`] and
+//! [`crate::LoadParams::fs`] carry it to every log, segment, index,
+//! checkpoint, snapshot and the cleaner.
 //!
 //! Handles are plain [`File`]s, so reads, `mmap` and `sendfile` work on them
 //! directly; only the mutations above must go through the seam.
@@ -27,6 +32,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::format::TMP_SUFFIX;
+
+mod faults;
+
+pub use faults::{Fault, FaultFs, FsOp, OpRecord};
 
 /// How a file is opened through the seam.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

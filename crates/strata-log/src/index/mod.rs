@@ -21,14 +21,14 @@ mod txn;
 mod tests;
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use thiserror::Error;
 
+use crate::fs::{FileSystem, OpenMode, SharedFs};
 use crate::types::{Offset, Position, Timestamp};
 
 pub use offset::{OffsetIndex, OffsetPosition};
@@ -244,6 +244,7 @@ enum Map {
 /// reserves the blocks with `fallocate(2)`, where ENOSPC is an ordinary
 /// error that takes the log directory offline.
 pub(crate) struct IndexFile {
+    fs: SharedFs,
     path: PathBuf,
     /// Kept open for `fallocate` (the mapping alone cannot reserve blocks).
     file: File,
@@ -266,6 +267,7 @@ impl IndexFile {
     /// existing file is taken as it is: every whole slot counts as an entry,
     /// including a zero-filled preallocated tail (see `sanity_check`).
     pub(crate) fn open(
+        fs: &SharedFs,
         path: &Path,
         base_offset: Offset,
         max_index_size: usize,
@@ -273,18 +275,10 @@ impl IndexFile {
         entry_size: usize,
     ) -> Result<IndexFile, IndexError> {
         let (file, newly_created) = if writable {
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(path)
-            {
+            match fs.open(path, OpenMode::CreateNew) {
                 Ok(f) => (f, true),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (
-                    OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .open(path)
+                    fs.open(path, OpenMode::ReadWrite)
                         .map_err(|e| IndexError::io(path, IndexOp::Open, e))?,
                     false,
                 ),
@@ -296,7 +290,7 @@ impl IndexFile {
         };
         if newly_created {
             if max_index_size < entry_size {
-                let _ = fs::remove_file(path);
+                let _ = fs.remove_file(path);
                 return Err(IndexError::InvalidMaxIndexSize {
                     path: path.to_path_buf(),
                     max_index_size,
@@ -304,7 +298,7 @@ impl IndexFile {
                 });
             }
             let len = round_down(max_index_size, entry_size);
-            file.set_len(len as u64)
+            fs.set_len(&file, path, len as u64)
                 .map_err(|e| IndexError::io(path, IndexOp::Resize, e))?;
         }
         let length = file
@@ -315,6 +309,7 @@ impl IndexFile {
         let max_entries = length / entry_size;
         let entries = if newly_created { 0 } else { max_entries };
         Ok(IndexFile {
+            fs: fs.clone(),
             path: path.to_path_buf(),
             file,
             reserved: 0,
@@ -412,31 +407,21 @@ impl IndexFile {
         }
         let from = self.reserved & !(RESERVE_STEP - 1);
         let to = (from + RESERVE_STEP).max(end).min(self.length);
-        loop {
-            // SAFETY: the descriptor is owned by `self.file` and open; the
-            // range lies within the file, so its length does not change.
-            let r = unsafe {
-                libc::fallocate(
-                    self.file.as_raw_fd(),
-                    0,
-                    from as libc::off_t,
-                    (to - from) as libc::off_t,
-                )
-            };
-            if r == 0 {
+        // The range lies within the file, so its length does not change.
+        match self
+            .fs
+            .allocate(&self.file, &self.path, from as u64, (to - from) as u64)
+        {
+            Ok(()) => {
                 self.reserved = to;
-                return Ok(());
+                Ok(())
             }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                // A file system without fallocate: keep Kafka's behaviour.
-                Some(libc::EOPNOTSUPP) => {
-                    self.reserved = self.length;
-                    return Ok(());
-                }
-                _ => return Err(IndexError::io(&self.path, IndexOp::Reserve, e)),
+            // A file system without fallocate: keep Kafka's behaviour.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                self.reserved = self.length;
+                Ok(())
             }
+            Err(e) => Err(IndexError::io(&self.path, IndexOp::Reserve, e)),
         }
     }
 
@@ -460,12 +445,12 @@ impl IndexFile {
                 entries: self.entries,
             });
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&self.path)
+        let file = self
+            .fs
+            .open(&self.path, OpenMode::ReadWrite)
             .map_err(|e| IndexError::io(&self.path, IndexOp::Resize, e))?;
-        file.set_len(rounded as u64)
+        self.fs
+            .set_len(&file, &self.path, rounded as u64)
             .map_err(|e| IndexError::io(&self.path, IndexOp::Resize, e))?;
         // Linux lets a mapped file change length; the old mapping is dropped
         // here, before anything reads through it again.
@@ -482,11 +467,14 @@ impl IndexFile {
         self.resize(self.entries * self.entry_size)
     }
 
-    /// msync the mapping (Kafka `flush`, `MappedByteBuffer.force`).
+    /// msync the mapping, then fsync the file through the seam (Kafka
+    /// `flush`, `MappedByteBuffer.force`), so the seam sees the point where
+    /// the entries become durable.
     pub(crate) fn flush(&self) -> Result<(), IndexError> {
         match &self.map {
             Map::Rw(m) => m
                 .flush()
+                .and_then(|()| self.fs.sync(&self.file, &self.path))
                 .map_err(|e| IndexError::io(&self.path, IndexOp::Flush, e)),
             Map::Ro(_) => Ok(()),
         }
@@ -495,7 +483,7 @@ impl IndexFile {
     /// Rename the file. Like Kafka, the new path is adopted even if the
     /// rename fails, so later operations address the intended name.
     pub(crate) fn rename_to(&mut self, new_path: &Path) -> Result<(), IndexError> {
-        let result = fs::rename(&self.path, new_path);
+        let result = self.fs.rename(&self.path, new_path);
         let old = std::mem::replace(&mut self.path, new_path.to_path_buf());
         result.map_err(|e| IndexError::io(&old, IndexOp::Rename, e))
     }
@@ -503,8 +491,9 @@ impl IndexFile {
     /// Unmap and delete the file; `false` if it did not exist.
     pub(crate) fn delete(self) -> Result<bool, IndexError> {
         let path = self.path.clone();
+        let fs = self.fs.clone();
         drop(self);
-        delete_if_exists(&path)
+        delete_if_exists(fs.as_ref(), &path)
     }
 
     /// Trim and unmap (Kafka `close`).
@@ -532,8 +521,8 @@ impl IndexFile {
     }
 }
 
-pub(crate) fn delete_if_exists(path: &Path) -> Result<bool, IndexError> {
-    match fs::remove_file(path) {
+pub(crate) fn delete_if_exists(fs: &dyn FileSystem, path: &Path) -> Result<bool, IndexError> {
+    match fs.remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(IndexError::io(path, IndexOp::Delete, e)),

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::search::{search, warm_entries, Bound};
 use super::{be_i32, IndexCorruption, IndexError, IndexFile};
+use crate::fs::SharedFs;
 use crate::types::{Offset, Position};
 
 const ENTRY_SIZE: usize = 8;
@@ -48,12 +49,13 @@ impl OffsetIndex {
     /// I/O errors, or [`IndexError::InvalidMaxIndexSize`] when a new file
     /// would hold no entry.
     pub fn open(
+        fs: &SharedFs,
         path: &Path,
         base_offset: Offset,
         max_index_size: usize,
         writable: bool,
     ) -> Result<OffsetIndex, IndexError> {
-        let file = IndexFile::open(path, base_offset, max_index_size, writable, ENTRY_SIZE)?;
+        let file = IndexFile::open(fs, path, base_offset, max_index_size, writable, ENTRY_SIZE)?;
         let mut index = OffsetIndex {
             file,
             last_offset: base_offset,

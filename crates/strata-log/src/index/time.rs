@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::search::{search, warm_entries, Bound};
 use super::{be_i32, be_i64, IndexCorruption, IndexError, IndexFile};
+use crate::fs::SharedFs;
 use crate::types::{Offset, Timestamp};
 
 const ENTRY_SIZE: usize = 12;
@@ -45,12 +46,13 @@ impl TimeIndex {
     /// I/O errors, or [`IndexError::InvalidMaxIndexSize`] when a new file
     /// would hold no entry.
     pub fn open(
+        fs: &SharedFs,
         path: &Path,
         base_offset: Offset,
         max_index_size: usize,
         writable: bool,
     ) -> Result<TimeIndex, IndexError> {
-        let file = IndexFile::open(path, base_offset, max_index_size, writable, ENTRY_SIZE)?;
+        let file = IndexFile::open(fs, path, base_offset, max_index_size, writable, ENTRY_SIZE)?;
         let mut index = TimeIndex {
             file,
             last_entry: empty_entry(base_offset),

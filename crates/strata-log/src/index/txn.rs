@@ -2,12 +2,13 @@
 //! transactions whose ABORT marker landed in a segment, for READ_COMMITTED
 //! fetches and the cleaner.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::{delete_if_exists, IndexCorruption, IndexError, IndexOp};
+use crate::fs::{OpenMode, SharedFs};
 use crate::types::{Offset, ProducerId};
 
 /// Size of one [`AbortedTxn`] record.
@@ -98,6 +99,7 @@ pub struct TxnIndexSearchResult {
 /// last-offset order, no header. The file is created on the first append;
 /// a trailing partial record is ignored when reading.
 pub struct TransactionIndex {
+    fs: SharedFs,
     base_offset: Offset,
     path: PathBuf,
     file: Option<File>,
@@ -113,8 +115,13 @@ impl TransactionIndex {
     /// # Errors
     ///
     /// I/O errors opening an existing file.
-    pub fn open(path: &Path, base_offset: Offset) -> Result<TransactionIndex, IndexError> {
+    pub fn open(
+        fs: &SharedFs,
+        path: &Path,
+        base_offset: Offset,
+    ) -> Result<TransactionIndex, IndexError> {
         let mut index = TransactionIndex {
+            fs: fs.clone(),
             base_offset,
             path: path.to_path_buf(),
             file: None,
@@ -127,12 +134,9 @@ impl TransactionIndex {
     }
 
     fn open_file(&mut self) -> Result<&File, IndexError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.path)
+        let file = self
+            .fs
+            .open(&self.path, OpenMode::Create)
             .map_err(|e| self.io(IndexOp::Open, e))?;
         Ok(self.file.insert(file))
     }
@@ -169,7 +173,8 @@ impl TransactionIndex {
         }
         let file = self.file.as_ref().expect("opened above");
         let end = self.len(file)?;
-        file.write_all_at(&txn.encode(), end)
+        self.fs
+            .write_at(file, &self.path, &txn.encode(), end)
             .map_err(|e| self.io(IndexOp::Write, e))?;
         self.last_offset = Some(txn.last_offset);
         Ok(())
@@ -253,7 +258,8 @@ impl TransactionIndex {
         for (position, txn) in self.read_all()? {
             if txn.last_offset >= offset {
                 let file = self.file.as_ref().expect("records imply an open file");
-                file.set_len(position)
+                self.fs
+                    .set_len(file, &self.path, position)
                     .map_err(|e| self.io(IndexOp::Truncate, e))?;
                 self.last_offset = new_last;
                 return Ok(());
@@ -270,7 +276,9 @@ impl TransactionIndex {
     /// I/O errors.
     pub fn reset(&mut self) -> Result<(), IndexError> {
         if let Some(file) = &self.file {
-            file.set_len(0).map_err(|e| self.io(IndexOp::Truncate, e))?;
+            self.fs
+                .set_len(file, &self.path, 0)
+                .map_err(|e| self.io(IndexOp::Truncate, e))?;
         }
         self.last_offset = None;
         Ok(())
@@ -303,7 +311,10 @@ impl TransactionIndex {
     /// I/O errors.
     pub fn flush(&self) -> Result<(), IndexError> {
         match &self.file {
-            Some(file) => file.sync_all().map_err(|e| self.io(IndexOp::Flush, e)),
+            Some(file) => self
+                .fs
+                .sync(file, &self.path)
+                .map_err(|e| self.io(IndexOp::Flush, e)),
             None => Ok(()),
         }
     }
@@ -320,8 +331,9 @@ impl TransactionIndex {
     /// I/O errors other than "not found".
     pub fn delete(self) -> Result<bool, IndexError> {
         let path = self.path.clone();
+        let fs = self.fs.clone();
         drop(self);
-        delete_if_exists(&path)
+        delete_if_exists(fs.as_ref(), &path)
     }
 
     /// Rename the file if it exists; the new path is adopted either way (so
@@ -332,7 +344,9 @@ impl TransactionIndex {
     /// The rename's I/O error.
     pub fn rename_to(&mut self, new_path: &Path) -> Result<(), IndexError> {
         let result = if self.path.exists() {
-            std::fs::rename(&self.path, new_path).map_err(|e| self.io(IndexOp::Rename, e))
+            self.fs
+                .rename(&self.path, new_path)
+                .map_err(|e| self.io(IndexOp::Rename, e))
         } else {
             Ok(())
         };

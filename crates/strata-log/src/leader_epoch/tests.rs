@@ -9,7 +9,7 @@ fn e(epoch: i32, start: i64) -> EpochEntry {
 
 fn cache() -> (tempfile::TempDir, LeaderEpochCache) {
     let dir = tempfile::tempdir().unwrap();
-    let cache = LeaderEpochCache::load(dir.path()).unwrap();
+    let cache = LeaderEpochCache::load(&crate::fs::StdFs::shared(), dir.path()).unwrap();
     (dir, cache)
 }
 
@@ -44,7 +44,7 @@ fn load_creates_an_empty_file_and_assign_persists() {
         !c.assign(LeaderEpoch(3), Offset(1600)).unwrap(),
         "no-op: no rewrite"
     );
-    let reloaded = LeaderEpochCache::load(dir.path()).unwrap();
+    let reloaded = LeaderEpochCache::load(&crate::fs::StdFs::shared(), dir.path()).unwrap();
     assert_eq!(reloaded.entries(), [e(2, 6), e(3, 1532)]);
     assert!(!reloaded.is_dirty());
 }
@@ -159,7 +159,9 @@ fn truncations_persist_on_flush() {
     c.flush().unwrap();
     assert!(!c.is_dirty());
     assert_eq!(
-        LeaderEpochCache::load(dir.path()).unwrap().entries(),
+        LeaderEpochCache::load(&crate::fs::StdFs::shared(), dir.path())
+            .unwrap()
+            .entries(),
         [e(3, 8)]
     );
     c.clear_and_flush().unwrap();
@@ -209,19 +211,21 @@ fn loading_replays_assign_rules_and_rejects_bad_files() {
     // An out-of-order file (as no writer produces) still loads consistently.
     fs::write(&path, "0\n3\n1 5\n2 6\n1 7\n").unwrap();
     assert_eq!(
-        LeaderEpochCache::load(dir.path()).unwrap().entries(),
+        LeaderEpochCache::load(&crate::fs::StdFs::shared(), dir.path())
+            .unwrap()
+            .entries(),
         [e(1, 7)]
     );
     fs::write(&path, "0\n1\n1 5 9\n").unwrap();
     assert!(matches!(
-        LeaderEpochCache::load(dir.path()),
+        LeaderEpochCache::load(&crate::fs::StdFs::shared(), dir.path()),
         Err(LeaderEpochError::Checkpoint(
             CheckpointError::MalformedLine { line_number: 3, .. }
         ))
     ));
     fs::write(&path, "0\n1\n-1 5\n").unwrap();
     assert!(matches!(
-        LeaderEpochCache::load(dir.path()),
+        LeaderEpochCache::load(&crate::fs::StdFs::shared(), dir.path()),
         Err(LeaderEpochError::InvalidEntry { .. })
     ));
 }

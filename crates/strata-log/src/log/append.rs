@@ -359,7 +359,7 @@ impl Log {
             }
             s.flush()?;
         }
-        crate::fs::fsync_dir(&crate::fs::StdFs, &self.dir())
+        crate::fs::fsync_dir(self.fs.as_ref(), &self.dir())
             .map_err(|e| LogError::io(self.dir(), "fsync dir", e))?;
         if offset > rp {
             self.recovery_point.store(offset.0, Ordering::Release);

@@ -23,17 +23,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::Log;
-use crate::cleaner::{CleanerHooks, FileOp, LastRecord};
+use crate::cleaner::LastRecord;
 use crate::error::LogError;
 use crate::format::{self, CLEANED_SUFFIX, SWAP_SUFFIX};
 use crate::segment::Segment;
 use crate::types::ProducerId;
-
-fn hook(hooks: &dyn CleanerHooks, op: FileOp, log: &Log) -> Result<(), LogError> {
-    hooks
-        .before(op)
-        .map_err(|e| LogError::io(log.dir(), "cleaner file operation", e))
-}
 
 impl Log {
     /// Kafka `lastRecordsOfActiveProducers`: every producer the log's
@@ -69,7 +63,7 @@ impl Log {
         let Some(active) = self.snapshot().last().map(|s| s.base_offset()) else {
             return;
         };
-        let ckpt = crate::cleaner::CleanerCheckpoints::for_partition_dir(&self.dir());
+        let ckpt = crate::cleaner::CleanerCheckpoints::for_partition_dir(&self.fs, &self.dir());
         if let Err(e) = ckpt.maybe_truncate(&self.tp, active) {
             tracing::warn!(tp = %self.tp, error = %crate::ErrorChain(&e), "cannot lower the cleaner checkpoint after truncation");
         }
@@ -86,7 +80,6 @@ impl Log {
         &self,
         cleaned: &Arc<Segment>,
         old: &[Arc<Segment>],
-        hooks: &dyn CleanerHooks,
     ) -> Result<bool, LogError> {
         let _g = self.lock_append()?;
         let segs = self.snapshot();
@@ -104,7 +97,7 @@ impl Log {
         if !still_there {
             return Ok(false);
         }
-        let r = self.swap_locked(cleaned, old, at, &segs, hooks);
+        let r = self.swap_locked(cleaned, old, at, &segs);
         self.fail(r).map(|()| true)
     }
 
@@ -114,10 +107,8 @@ impl Log {
         old: &[Arc<Segment>],
         at: usize,
         segs: &[Arc<Segment>],
-        hooks: &dyn CleanerHooks,
     ) -> Result<(), LogError> {
         let base = cleaned.base_offset();
-        hook(hooks, FileOp::RenameCleanedToSwap { base }, self)?;
         cleaned.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)?;
         let mut next: Vec<Arc<Segment>> = Vec::with_capacity(segs.len() - old.len() + 1);
         next.extend_from_slice(&segs[..at]);
@@ -125,24 +116,15 @@ impl Log {
         next.extend_from_slice(&segs[at + old.len()..]);
         self.publish_segments(next);
         for s in old {
-            hook(
-                hooks,
-                FileOp::RenameOldToDeleted {
-                    base: s.base_offset(),
-                },
-                self,
-            )?;
             self.schedule_delete(std::slice::from_ref(s))?;
         }
-        hook(hooks, FileOp::RenameSwapToLive { base }, self)?;
         cleaned.change_suffix(SWAP_SUFFIX, "")?;
-        hook(hooks, FileOp::SyncDir, self)?;
         let dir = self.dir();
-        crate::fs::fsync_dir(&crate::fs::StdFs, &dir)
+        crate::fs::fsync_dir(self.fs.as_ref(), &dir)
             .map_err(|e| LogError::io(&dir, "fsync partition dir", e))?;
         for s in old.iter().filter(|s| s.base_offset() != base) {
             let snap = format::snapshot_file(&dir, s.base_offset(), "");
-            match std::fs::remove_file(&snap) {
+            match self.fs.remove_file(&snap) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LogError::io(&snap, "delete producer snapshot", e)),

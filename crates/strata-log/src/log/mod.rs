@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use crate::clock::SharedClock;
 use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::fs::SharedFs;
 use crate::leader_epoch::LeaderEpochCache;
 use crate::segment::{EpochSink, Segment, SegmentConfig};
 use crate::types::{LeaderEpoch, Offset, Timestamp, TopicPartition};
@@ -155,6 +156,8 @@ pub type RetentionGate = Arc<dyn Fn(&TopicPartition) -> Option<Offset> + Send + 
 /// for the locks.
 pub struct Log {
     tp: TopicPartition,
+    /// The file-system seam every file mutation of this log goes through.
+    fs: SharedFs,
     dir: RwLock<PathBuf>,
     clock: SharedClock,
     health: Arc<DirHealth>,
@@ -259,6 +262,7 @@ impl Log {
         let leo = loaded.log_end_offset;
         let tiered = config.remote_storage_enable;
         let producers = producers::load(
+            &params.fs,
             dir,
             &tp,
             config.producer_id_expiration_ms,
@@ -268,6 +272,7 @@ impl Log {
         )?;
         Ok(Arc::new(Log {
             tp,
+            fs: params.fs,
             dir: RwLock::new(dir.to_path_buf()),
             health,
             config: RwLock::new(Arc::new(config)),
@@ -298,6 +303,11 @@ impl Log {
 
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.tp
+    }
+
+    /// The file-system seam this log's files are changed through.
+    pub fn fs(&self) -> &SharedFs {
+        &self.fs
     }
 
     pub fn dir(&self) -> PathBuf {
@@ -464,7 +474,12 @@ impl Log {
     /// Latch the dir offline on storage failures, then pass the error on.
     fn fail<T>(&self, r: Result<T, LogError>) -> Result<T, LogError> {
         if let Err(e) = &r {
-            if matches!(e, LogError::Io { .. } | LogError::Index { .. }) {
+            // A checkpoint this log writes (leader epochs) failing is storage
+            // I/O too (Kafka: `KafkaStorageException`, the dir goes offline).
+            if matches!(
+                e,
+                LogError::Io { .. } | LogError::Index { .. } | LogError::Checkpoint { .. }
+            ) {
                 self.health.mark_offline_by(e);
             }
         }

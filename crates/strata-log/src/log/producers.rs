@@ -150,6 +150,7 @@ pub(crate) fn rebuild(
 
 /// The producer state of a freshly loaded partition directory.
 pub(crate) fn load(
+    fs: &crate::fs::SharedFs,
     dir: &std::path::Path,
     tp: &TopicPartition,
     producer_id_expiration_ms: i64,
@@ -157,7 +158,7 @@ pub(crate) fn load(
     clean_shutdown: bool,
     now_ms: i64,
 ) -> Result<ProducerStateManager, LogError> {
-    let mut psm = ProducerStateManager::new(dir, tp.clone(), producer_id_expiration_ms)
+    let mut psm = ProducerStateManager::new(fs, dir, tp.clone(), producer_id_expiration_ms)
         .map_err(|e| state_error(tp, e))?;
     let bases: Vec<Offset> = loaded.segments.iter().map(|s| s.base_offset()).collect();
     psm.remove_stray_snapshots(&bases)

@@ -267,7 +267,7 @@ impl Log {
             let from = crate::format::snapshot_file(&dir, s.base_offset(), "");
             let to =
                 crate::format::snapshot_file(&dir, s.base_offset(), crate::format::DELETED_SUFFIX);
-            match std::fs::rename(&from, &to) {
+            match self.fs.rename(&from, &to) {
                 Ok(()) => out.push(to),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LogError::io(&from, "rename producer snapshot", e)),

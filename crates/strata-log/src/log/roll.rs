@@ -90,13 +90,14 @@ impl Log {
             format::time_index_file(&dir, new_base, ""),
             format::txn_index_file(&dir, new_base, ""),
         ] {
-            match std::fs::remove_file(&stray) {
+            match self.fs.remove_file(&stray) {
                 Ok(()) => tracing::warn!(path = %stray.display(), "deleted stray file before roll"),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LogError::io(&stray, "delete stray segment file", e)),
             }
         }
         let segment = Arc::new(Segment::create(
+            &self.fs,
             &dir,
             new_base,
             segment_config(cfg, true),

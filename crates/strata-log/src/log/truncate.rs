@@ -81,6 +81,7 @@ impl Log {
         self.schedule_delete(&segs)?;
         let cfg = self.config_arc();
         let seg = Segment::create(
+            &self.fs,
             &self.dir(),
             offset,
             segment_config(&cfg, true),
@@ -172,7 +173,7 @@ impl Log {
             p.segment.delete_files()?;
             // The producer snapshot retention renamed with the segment.
             let snap = crate::format::snapshot_file(&dir, p.segment.base_offset(), DELETED_SUFFIX);
-            match std::fs::remove_file(&snap) {
+            match self.fs.remove_file(&snap) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 Err(e) => Err(LogError::io(&snap, "delete producer snapshot", e)),

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::checkpoint::parse_java_int;
 use crate::format::META_PROPERTIES;
-use crate::fs::{write_atomically, StdFs};
+use crate::fs::{write_atomically, FileSystem};
 
 const VERSION_PROP: &str = "version";
 const CLUSTER_ID_PROP: &str = "cluster.id";
@@ -188,10 +188,10 @@ impl MetaProperties {
     /// # Errors
     ///
     /// I/O errors.
-    pub fn write(&self, log_dir: &Path) -> Result<(), MetadataError> {
+    pub fn write(&self, fs: &dyn FileSystem, log_dir: &Path) -> Result<(), MetadataError> {
         let path = log_dir.join(META_PROPERTIES);
         let text = self.encode(system_time_ms(SystemTime::now()));
-        write_atomically(&StdFs, &path, text.as_bytes()).map_err(io_err(&path))
+        write_atomically(fs, &path, text.as_bytes()).map_err(io_err(&path))
     }
 }
 

@@ -56,7 +56,7 @@ fn bad_uuid_strings() {
 fn partition_metadata_round_trip_matches_kafka_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let meta = PartitionMetadata::new(counting());
-    meta.write(dir.path()).unwrap();
+    meta.write(&crate::fs::StdFs, dir.path()).unwrap();
     let path = dir.path().join("partition.metadata");
     assert_eq!(
         fs::read(&path).unwrap(),
@@ -154,7 +154,7 @@ fn meta_properties_text_and_round_trip() {
     );
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(MetaProperties::read(dir.path()).unwrap(), None);
-    meta.write(dir.path()).unwrap();
+    meta.write(&crate::fs::StdFs, dir.path()).unwrap();
     assert_eq!(MetaProperties::read(dir.path()).unwrap(), Some(meta));
     assert!(!dir.path().join("meta.properties.tmp").exists());
     // A v0 file as ZooKeeper-mode Kafka wrote it, keys in any order.
@@ -253,18 +253,18 @@ fn java_properties_syntax() {
 fn clean_shutdown_marker_lifecycle() {
     let dir = tempfile::tempdir().unwrap();
     assert!(!clean_shutdown_marker_exists(dir.path()));
-    assert!(!take_clean_shutdown_marker(dir.path()).unwrap());
-    write_clean_shutdown_marker(dir.path(), 123).unwrap();
+    assert!(!take_clean_shutdown_marker(&crate::fs::StdFs, dir.path()).unwrap());
+    write_clean_shutdown_marker(&crate::fs::StdFs, dir.path(), 123).unwrap();
     let path = dir.path().join(".kafka_cleanshutdown");
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         r#"{"version":0,"brokerEpoch":123}"#
     );
     assert_eq!(read_clean_shutdown_marker(dir.path()), Some(123));
-    assert!(take_clean_shutdown_marker(dir.path()).unwrap());
+    assert!(take_clean_shutdown_marker(&crate::fs::StdFs, dir.path()).unwrap());
     assert!(!path.exists(), "deleted at startup");
-    assert!(!take_clean_shutdown_marker(dir.path()).unwrap());
-    write_clean_shutdown_marker(dir.path(), -1).unwrap();
+    assert!(!take_clean_shutdown_marker(&crate::fs::StdFs, dir.path()).unwrap());
+    write_clean_shutdown_marker(&crate::fs::StdFs, dir.path(), -1).unwrap();
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         r#"{"version":0,"brokerEpoch":-1}"#
@@ -274,5 +274,5 @@ fn clean_shutdown_marker_lifecycle() {
     assert_eq!(read_clean_shutdown_marker(dir.path()), Some(9));
     fs::write(&path, "garbage").unwrap();
     assert_eq!(read_clean_shutdown_marker(dir.path()), None);
-    assert!(take_clean_shutdown_marker(dir.path()).unwrap());
+    assert!(take_clean_shutdown_marker(&crate::fs::StdFs, dir.path()).unwrap());
 }

@@ -5,12 +5,12 @@
 //! manager (every method takes `&self`/`&mut self` under that lock).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::batch::BatchView;
 use crate::format::{offset_from_file_name, snapshot_file, DELETED_SUFFIX, SNAPSHOT_SUFFIX};
+use crate::fs::SharedFs;
 use crate::types::{Offset, ProducerId, TopicPartition};
 
 use super::append::{AppendOrigin, ProducerAppendInfo, ProducerUpdates};
@@ -25,6 +25,8 @@ pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
 /// Producer state of one partition plus the list of its `.snapshot` files.
 #[derive(Debug)]
 pub struct ProducerStateManager {
+    /// The seam snapshot writes, renames and deletions go through.
+    fs: SharedFs,
     dir: PathBuf,
     tp: TopicPartition,
     producer_id_expiration_ms: i64,
@@ -47,11 +49,13 @@ impl ProducerStateManager {
     /// # Errors
     /// [`ProducerStateError::Io`] when the directory exists but cannot be listed.
     pub fn new(
+        fs: &SharedFs,
         dir: &Path,
         tp: TopicPartition,
         producer_id_expiration_ms: i64,
     ) -> Result<Self, ProducerStateError> {
         Ok(ProducerStateManager {
+            fs: fs.clone(),
             dir: dir.to_path_buf(),
             tp,
             producer_id_expiration_ms,
@@ -338,7 +342,7 @@ impl ProducerStateManager {
             .map(ProducerSnapshotEntry::from_entry)
             .collect();
         entries.sort_unstable_by_key(|e| e.producer_id);
-        write_snapshot(&path, &entries, sync)?;
+        write_snapshot(self.fs.as_ref(), &path, &entries, sync)?;
         tracing::debug!(tp = %self.tp, offset = self.last_map_offset.0, producers = entries.len(), "wrote producer snapshot");
         self.snapshots.insert(self.last_map_offset, path.clone());
         self.last_snap_offset = self.last_map_offset;
@@ -526,7 +530,7 @@ impl ProducerStateManager {
         let mut deleted = path.clone().into_os_string();
         deleted.push(DELETED_SUFFIX);
         let deleted = PathBuf::from(deleted);
-        match fs::rename(&path, &deleted) {
+        match self.fs.rename(&path, &deleted) {
             Ok(()) => Ok(Some(deleted)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(ProducerStateError::io(
@@ -539,7 +543,7 @@ impl ProducerStateManager {
 
     fn remove_and_delete_snapshot(&mut self, offset: Offset) -> Result<(), ProducerStateError> {
         if let Some(path) = self.snapshots.remove(&offset) {
-            match fs::remove_file(&path) {
+            match self.fs.remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(ProducerStateError::io(path, "delete producer snapshot", e)),
@@ -564,7 +568,7 @@ fn is_expired(expiration_ms: i64, now_ms: i64, entry: &ProducerStateEntry) -> bo
 /// [`ProducerStateError::Io`] when the directory cannot be read.
 pub fn list_snapshot_files(dir: &Path) -> Result<BTreeMap<Offset, PathBuf>, ProducerStateError> {
     let io_err = |e| ProducerStateError::io(dir, "list producer snapshots", e);
-    let read = match fs::read_dir(dir) {
+    let read = match std::fs::read_dir(dir) {
         Ok(read) => read,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
         Err(e) => return Err(io_err(e)),

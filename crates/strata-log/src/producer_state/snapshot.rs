@@ -4,11 +4,12 @@
 //!
 //! Usable on its own (the dump tool reads snapshots with [`read_snapshot`]).
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::Path;
 
 use crate::batch::crc32c;
+use crate::fs::{FileSystem, OpenMode};
 use crate::types::{Offset, ProducerEpoch, ProducerId, Timestamp};
 
 use super::entry::{BatchMetadata, ProducerStateEntry};
@@ -219,24 +220,22 @@ pub fn read_snapshot(path: &Path) -> Result<Vec<ProducerSnapshotEntry>, Producer
 /// # Errors
 /// [`ProducerStateError::Io`].
 pub fn write_snapshot(
+    fs: &dyn FileSystem,
     path: &Path,
     entries: &[ProducerSnapshotEntry],
     sync: bool,
 ) -> Result<(), ProducerStateError> {
     let bytes = encode_snapshot(entries);
     let io = |op| move |e| ProducerStateError::io(path, op, e);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
+    let file = fs
+        .open(path, OpenMode::CreateTruncate)
         .map_err(io("create producer snapshot"))?;
-    file.write_all(&bytes)
+    fs.write_at(&file, path, &bytes, 0)
         .map_err(io("write producer snapshot"))?;
     if sync {
-        file.sync_all().map_err(io("fsync producer snapshot"))?;
-        crate::fs::fsync_parent(&crate::fs::StdFs, path)
-            .map_err(io("fsync directory of producer snapshot"))?;
+        fs.sync(&file, path)
+            .map_err(io("fsync producer snapshot"))?;
+        crate::fs::fsync_parent(fs, path).map_err(io("fsync directory of producer snapshot"))?;
     }
     Ok(())
 }
@@ -247,10 +246,10 @@ pub fn write_snapshot(
 ///
 /// # Errors
 /// [`ProducerStateError::Io`].
-pub fn flush_snapshot(path: &Path) -> Result<(), ProducerStateError> {
-    match OpenOptions::new().read(true).open(path) {
-        Ok(file) => file
-            .sync_all()
+pub fn flush_snapshot(fs: &dyn FileSystem, path: &Path) -> Result<(), ProducerStateError> {
+    match fs.open(path, OpenMode::Read) {
+        Ok(file) => fs
+            .sync(&file, path)
             .map_err(|e| ProducerStateError::io(path, "fsync producer snapshot", e)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(ProducerStateError::io(path, "open producer snapshot", e)),

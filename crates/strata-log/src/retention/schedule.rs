@@ -86,7 +86,7 @@ impl RetentionSchedule {
     /// Called from every background round: run a retention pass when one
     /// is due, and remove renamed snapshot files whose delay has passed.
     pub(crate) fn run_if_due(&self, manager: &LogManager, now_ms: i64) {
-        self.remove_due_files(now_ms);
+        self.remove_due_files(manager.fs().as_ref(), now_ms);
         let due = self.next_due_ms();
         if now_ms < due {
             return;
@@ -133,7 +133,7 @@ impl RetentionSchedule {
         round
     }
 
-    fn remove_due_files(&self, now_ms: i64) {
+    fn remove_due_files(&self, fs: &dyn crate::fs::FileSystem, now_ms: i64) {
         let due: Vec<PendingFile> = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             if pending.is_empty() {
@@ -144,7 +144,7 @@ impl RetentionSchedule {
             due
         };
         for p in due {
-            match std::fs::remove_file(&p.path) {
+            match fs.remove_file(&p.path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {

@@ -1,12 +1,13 @@
 //! A segment's files as a group: suffix renames, deletion, and the cheap
 //! load-time check of its index files.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::{idx_err, Lazy, Segment};
 use crate::error::LogError;
+use crate::fs::FileSystem;
 
 impl Segment {
     /// Strata's load-time index check (a safe superset of Kafka, §3.7),
@@ -45,13 +46,14 @@ impl Segment {
             PathBuf::from(format!("{stem}{new_suffix}"))
         };
         let new_log = swap(&st.log_path);
-        fs::rename(&st.log_path, &new_log)
+        self.fs
+            .rename(&st.log_path, &new_log)
             .map_err(|e| LogError::io(&st.log_path, "rename segment", e))?;
         st.log_path = new_log;
         match &mut st.offset_index {
             Lazy::Unopened(p) => {
                 let np = swap(p);
-                rename_if_exists(p, &np)?;
+                rename_if_exists(self.fs.as_ref(), p, &np)?;
                 *p = np;
             }
             Lazy::Open(i) => {
@@ -62,7 +64,7 @@ impl Segment {
         match &mut st.time_index {
             Lazy::Unopened(p) => {
                 let np = swap(p);
-                rename_if_exists(p, &np)?;
+                rename_if_exists(self.fs.as_ref(), p, &np)?;
                 *p = np;
             }
             Lazy::Open(i) => {
@@ -71,7 +73,7 @@ impl Segment {
             }
         }
         let np = swap(&st.txn_path);
-        rename_if_exists(&st.txn_path, &np)?;
+        rename_if_exists(self.fs.as_ref(), &st.txn_path, &np)?;
         st.txn_path = np;
         Ok(())
     }
@@ -100,7 +102,7 @@ impl Segment {
         drop(op);
         drop(tp);
         for p in paths.into_iter().flatten() {
-            match fs::remove_file(&p) {
+            match self.fs.remove_file(&p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LogError::io(&p, "delete segment file", e)),
@@ -172,8 +174,8 @@ fn check_index_file(
     IndexFileState::Valid
 }
 
-fn rename_if_exists(from: &Path, to: &Path) -> Result<(), LogError> {
-    match fs::rename(from, to) {
+fn rename_if_exists(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<(), LogError> {
+    match fs.rename(from, to) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(LogError::io(from, "rename index", e)),

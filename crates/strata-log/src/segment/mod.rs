@@ -31,14 +31,14 @@ pub use files::IndexFileState;
 pub use recover::{EpochSink, SegmentRecovery, TailCheck};
 pub use scan::BatchSummary;
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::LogError;
 use crate::format;
+use crate::fs::{OpenMode, SharedFs};
 use crate::index::{IndexError, OffsetIndex, TimeIndex, TimestampOffset};
 use crate::types::{Offset, Position, Timestamp};
 
@@ -107,6 +107,8 @@ enum Lazy<T> {
 
 /// Index state and counters, guarded by `Segment::state`.
 struct SegmentState {
+    /// The seam the indexes are opened through (the segment's own).
+    fs: SharedFs,
     log_path: PathBuf,
     offset_index: Lazy<OffsetIndex>,
     time_index: Lazy<TimeIndex>,
@@ -126,6 +128,7 @@ struct SegmentState {
 
 /// One segment: `.log` plus indexes. See the module docs for locking.
 pub struct Segment {
+    fs: SharedFs,
     base_offset: Offset,
     file: Arc<File>,
     size: AtomicU64,
@@ -164,13 +167,16 @@ impl<T> Lazy<T> {
 impl SegmentState {
     fn offset_index(&mut self, base: Offset) -> Result<&mut OffsetIndex, IndexError> {
         let max = self.max_index_size;
+        let fs = &self.fs;
         self.offset_index
-            .get(|p| OffsetIndex::open(p, base, max, true))
+            .get(|p| OffsetIndex::open(fs, p, base, max, true))
     }
 
     fn time_index(&mut self, base: Offset) -> Result<&mut TimeIndex, IndexError> {
         let max = self.max_index_size;
-        self.time_index.get(|p| TimeIndex::open(p, base, max, true))
+        let fs = &self.fs;
+        self.time_index
+            .get(|p| TimeIndex::open(fs, p, base, max, true))
     }
 }
 
@@ -182,6 +188,7 @@ impl Segment {
     /// # Errors
     /// I/O errors creating or preallocating the file.
     pub fn create(
+        fs: &SharedFs,
         dir: &Path,
         base_offset: Offset,
         config: SegmentConfig,
@@ -189,20 +196,17 @@ impl Segment {
         suffix: &str,
     ) -> Result<Segment, LogError> {
         let log_path = format::log_file(dir, base_offset, suffix);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&log_path)
+        let file = fs
+            .open(&log_path, OpenMode::CreateTruncate)
             .map_err(|e| LogError::io(&log_path, "create segment", e))?;
         let mut physical_len = 0;
         if let Some(len) = config.preallocate_bytes {
-            file.set_len(len)
+            fs.set_len(&file, &log_path, len)
                 .map_err(|e| LogError::io(&log_path, "preallocate segment", e))?;
             physical_len = len;
         }
         let seg = Self::build(
+            fs,
             dir,
             base_offset,
             file,
@@ -227,6 +231,7 @@ impl Segment {
     /// # Errors
     /// I/O errors opening the file.
     pub fn open(
+        fs: &SharedFs,
         dir: &Path,
         base_offset: Offset,
         config: SegmentConfig,
@@ -234,16 +239,15 @@ impl Segment {
         suffix: &str,
     ) -> Result<Segment, LogError> {
         let log_path = format::log_file(dir, base_offset, suffix);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&log_path)
+        let file = fs
+            .open(&log_path, OpenMode::ReadWrite)
             .map_err(|e| LogError::io(&log_path, "open segment", e))?;
         let len = file
             .metadata()
             .map_err(|e| LogError::io(&log_path, "stat segment", e))?
             .len();
         Ok(Self::build(
+            fs,
             dir,
             base_offset,
             file,
@@ -258,6 +262,7 @@ impl Segment {
 
     #[allow(clippy::too_many_arguments)]
     fn build(
+        fs: &SharedFs,
         dir: &Path,
         base_offset: Offset,
         file: File,
@@ -269,10 +274,12 @@ impl Segment {
         log_path: PathBuf,
     ) -> Segment {
         Segment {
+            fs: fs.clone(),
             base_offset,
             file: Arc::new(file),
             size: AtomicU64::new(size),
             state: Mutex::new(SegmentState {
+                fs: fs.clone(),
                 log_path,
                 offset_index: Lazy::Unopened(format::index_file(dir, base_offset, suffix)),
                 time_index: Lazy::Unopened(format::time_index_file(dir, base_offset, suffix)),
@@ -365,8 +372,8 @@ impl Segment {
         if pos == 0 {
             st.rolling_based_timestamp = Some(largest_timestamp);
         }
-        self.file
-            .write_all_at(records, pos)
+        self.fs
+            .write_at(&self.file, &st.log_path, records, pos)
             .map_err(|e| LogError::io(&st.log_path, "append", e))?;
         let max = self.max_timestamp_locked(&mut st)?;
         if largest_timestamp > max.timestamp {
@@ -614,8 +621,8 @@ impl Segment {
     fn trim_log(&self, st: &mut SegmentState) -> Result<(), LogError> {
         let size = self.size();
         if st.physical_len != size {
-            self.file
-                .set_len(size)
+            self.fs
+                .set_len(&self.file, &st.log_path, size)
                 .map_err(|e| LogError::io(&st.log_path, "trim segment", e))?;
             st.physical_len = size;
         }
@@ -628,8 +635,8 @@ impl Segment {
     /// I/O and index errors.
     pub fn flush(&self) -> Result<(), LogError> {
         let path = self.log_path();
-        self.file
-            .sync_data()
+        self.fs
+            .sync(&self.file, &path)
             .map_err(|e| LogError::io(&path, "fsync", e))?;
         let mut st = self.lock();
         let base = self.base_offset;
@@ -645,9 +652,10 @@ impl Segment {
     /// # Errors
     /// The fsync error.
     pub fn sync_log(&self) -> Result<(), LogError> {
-        self.file
-            .sync_data()
-            .map_err(|e| LogError::io(self.log_path(), "fsync", e))
+        let path = self.log_path();
+        self.fs
+            .sync(&self.file, &path)
+            .map_err(|e| LogError::io(&path, "fsync", e))
     }
 
     /// Clean close: final time-index entry, trim indexes and `.log`, fsync.

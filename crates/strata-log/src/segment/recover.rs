@@ -134,7 +134,8 @@ impl Segment {
         // Transaction index entries are rebuilt by producer state (later issue);
         // an existing file is emptied as Kafka's reset does.
         if st.txn_path.exists() {
-            std::fs::File::create(&st.txn_path)
+            st.fs
+                .open(&st.txn_path, crate::fs::OpenMode::CreateTruncate)
                 .map_err(|e| LogError::io(&st.txn_path, "reset txn index", e))?;
         }
         let mut max = TimestampOffset {
@@ -204,8 +205,8 @@ impl Segment {
         }
         let truncated = physical - valid;
         if truncated > 0 {
-            self.file
-                .set_len(valid)
+            self.fs
+                .set_len(&self.file, &st.log_path, valid)
                 .map_err(|e| LogError::io(&st.log_path, "truncate segment", e))?;
         }
         st.physical_len = valid;
@@ -253,16 +254,16 @@ impl Segment {
             })
             .map_err(idx_err)?;
         if st.txn_path.exists() {
-            let mut txn =
-                crate::index::TransactionIndex::open(&st.txn_path, base).map_err(idx_err)?;
+            let mut txn = crate::index::TransactionIndex::open(&self.fs, &st.txn_path, base)
+                .map_err(idx_err)?;
             txn.truncate_to(offset).map_err(idx_err)?;
         }
         let Some(found) = found else {
             return Ok(0);
         };
         let old = self.size();
-        self.file
-            .set_len(found.position)
+        self.fs
+            .set_len(&self.file, &st.log_path, found.position)
             .map_err(|e| LogError::io(&st.log_path, "truncate segment", e))?;
         st.physical_len = found.position;
         self.size.store(found.position, Ordering::Release);

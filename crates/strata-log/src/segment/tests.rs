@@ -59,7 +59,15 @@ fn append(seg: &Segment, b: &[u8]) {
 #[test]
 fn new_segment_has_only_a_log_until_touched() {
     let dir = tempfile::tempdir().unwrap();
-    let seg = Segment::create(dir.path(), Offset(40), cfg(4096), 0, "").unwrap();
+    let seg = Segment::create(
+        &crate::fs::StdFs::shared(),
+        dir.path(),
+        Offset(40),
+        cfg(4096),
+        0,
+        "",
+    )
+    .unwrap();
     append(&seg, &batch(40, 3, 1000, 10, 0));
     assert_eq!(seg.index_files_exist(), (false, false));
     seg.flush().unwrap();
@@ -70,7 +78,15 @@ fn new_segment_has_only_a_log_until_touched() {
 fn append_overflow_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     for (base, largest) in [(0i64, 1i64 << 31), (100, 10), (1 << 31, 0)] {
-        let seg = Segment::create(dir.path(), Offset(base), cfg(0), 0, "").unwrap();
+        let seg = Segment::create(
+            &crate::fs::StdFs::shared(),
+            dir.path(),
+            Offset(base),
+            cfg(0),
+            0,
+            "",
+        )
+        .unwrap();
         let b = batch(largest, 1, 0, 1, 0);
         let err = seg
             .append(Offset(largest), Timestamp(0), Offset(largest), &b)
@@ -85,7 +101,15 @@ fn append_overflow_writes_nothing() {
 fn sparse_index_rule_gives_14_entries_for_30_appends() {
     let dir = tempfile::tempdir().unwrap();
     let s = batch(0, 1, 0, 20, 0).len() as i32;
-    let seg = Segment::create(dir.path(), Offset(0), cfg(2 * s - 1), 0, "").unwrap();
+    let seg = Segment::create(
+        &crate::fs::StdFs::shared(),
+        dir.path(),
+        Offset(0),
+        cfg(2 * s - 1),
+        0,
+        "",
+    )
+    .unwrap();
     for i in 0..30 {
         append(&seg, &batch(i, 1, i * 10, 20, 0));
     }
@@ -104,7 +128,15 @@ fn sparse_index_rule_gives_14_entries_for_30_appends() {
 #[test]
 fn reads_follow_kafkas_edge_cases() {
     let dir = tempfile::tempdir().unwrap();
-    let seg = Segment::create(dir.path(), Offset(40), cfg(0), 0, "").unwrap();
+    let seg = Segment::create(
+        &crate::fs::StdFs::shared(),
+        dir.path(),
+        Offset(40),
+        cfg(0),
+        0,
+        "",
+    )
+    .unwrap();
     assert!(seg.read(Offset(40), 100, u64::MAX, true).unwrap().is_none());
     let a = batch(40, 2, 0, 5, 0);
     let b = batch(45, 2, 0, 5, 0);
@@ -132,7 +164,15 @@ fn reads_follow_kafkas_edge_cases() {
 #[test]
 fn truncate_in_gap_removes_the_later_batch() {
     let dir = tempfile::tempdir().unwrap();
-    let seg = Segment::create(dir.path(), Offset(40), cfg(0), 0, "").unwrap();
+    let seg = Segment::create(
+        &crate::fs::StdFs::shared(),
+        dir.path(),
+        Offset(40),
+        cfg(0),
+        0,
+        "",
+    )
+    .unwrap();
     append(&seg, &batch(40, 1, 0, 5, 0));
     append(&seg, &batch(43, 1, 0, 5, 0));
     seg.truncate_to(Offset(41), 0).unwrap();
@@ -142,7 +182,15 @@ fn truncate_in_gap_removes_the_later_batch() {
 #[test]
 fn recovery_cuts_corruption_and_rebuilds_indexes() {
     let dir = tempfile::tempdir().unwrap();
-    let seg = Segment::create(dir.path(), Offset(0), cfg(0), 0, "").unwrap();
+    let seg = Segment::create(
+        &crate::fs::StdFs::shared(),
+        dir.path(),
+        Offset(0),
+        cfg(0),
+        0,
+        "",
+    )
+    .unwrap();
     let mut sizes = Vec::new();
     for i in 0..10 {
         let b = batch(i * 2, 2, 100 + i, 30, 0);
@@ -152,7 +200,7 @@ fn recovery_cuts_corruption_and_rebuilds_indexes() {
     seg.flush().unwrap();
     // Corrupt a byte of batch 6's records.
     let pos: u64 = sizes[..6].iter().sum::<u64>() + 70;
-    seg.file().write_all_at(&[0xff], pos).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&**seg.file(), &[0xff], pos).unwrap();
     let r = seg.recover(None).unwrap();
     assert_eq!(r.batches, 6);
     assert_eq!(r.next_offset, Offset(12));
@@ -170,13 +218,22 @@ fn preallocated_log_is_trimmed_on_close_and_reopens_with_same_size() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = cfg(0);
     c.preallocate_bytes = Some(10_000);
-    let seg = Segment::create(dir.path(), Offset(0), c, 0, "").unwrap();
+    let seg =
+        Segment::create(&crate::fs::StdFs::shared(), dir.path(), Offset(0), c, 0, "").unwrap();
     let b = batch(0, 3, 0, 10, 0);
     append(&seg, &b);
     assert_eq!(seg.file().metadata().unwrap().len(), 10_000);
     seg.close().unwrap();
     assert_eq!(seg.file().metadata().unwrap().len(), b.len() as u64);
-    let again = Segment::open(dir.path(), Offset(0), cfg(0), 0, "").unwrap();
+    let again = Segment::open(
+        &crate::fs::StdFs::shared(),
+        dir.path(),
+        Offset(0),
+        cfg(0),
+        0,
+        "",
+    )
+    .unwrap();
     assert_eq!(again.size(), b.len() as u64);
     assert_eq!(again.read_next_offset().unwrap(), Offset(3));
 }
@@ -186,7 +243,15 @@ fn roll_conditions() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = cfg(0);
     c.roll_jitter_ms = 30;
-    let seg = Segment::create(dir.path(), Offset(0), c, 1_000, "").unwrap();
+    let seg = Segment::create(
+        &crate::fs::StdFs::shared(),
+        dir.path(),
+        Offset(0),
+        c,
+        1_000,
+        "",
+    )
+    .unwrap();
     let p = |ts: i64, now: i64, size: u64, off: i64| RollParams {
         max_segment_ms: 100,
         max_segment_bytes: 1000,
@@ -219,7 +284,15 @@ fn roll_conditions() {
 #[test]
 fn suffix_change_does_not_materialise_lazy_indexes() {
     let dir = tempfile::tempdir().unwrap();
-    let seg = Segment::create(dir.path(), Offset(0), cfg(0), 0, "").unwrap();
+    let seg = Segment::create(
+        &crate::fs::StdFs::shared(),
+        dir.path(),
+        Offset(0),
+        cfg(0),
+        0,
+        "",
+    )
+    .unwrap();
     append(&seg, &batch(0, 1, 0, 1, 0));
     seg.change_suffix("", ".deleted").unwrap();
     let names: Vec<_> = std::fs::read_dir(dir.path())

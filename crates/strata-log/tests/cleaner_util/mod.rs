@@ -1,14 +1,14 @@
 //! Helpers for the cleaner's integration tests: a compacted log in a temp
-//! dir, keyed appends, a full read-back, and a fault-injecting hook.
+//! dir (optionally on a fault-injecting file system), keyed appends and a
+//! full read-back.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use strata_log::batch::{BatchBuilder, BatchScanner, BatchView};
-use strata_log::cleaner::{CleanerHooks, FileOp};
+use strata_log::fs::SharedFs;
 use strata_log::{
     CleanupPolicy, DirHealth, LoadParams, Log, LogConfig, MockClock, Offset, ReadBound, Timestamp,
 };
@@ -28,11 +28,19 @@ pub fn compact_config(segment_bytes: i32) -> LogConfig {
 
 /// Open (or reopen after a simulated crash) `<root>/t-0`.
 pub fn open(root: &Path, cfg: &LogConfig, clock: &Arc<MockClock>) -> Arc<Log> {
+    open_on(root, cfg, clock, strata_log::fs::StdFs::shared())
+}
+
+/// [`open`] with every file mutation of the log going through `fs`.
+pub fn open_on(root: &Path, cfg: &LogConfig, clock: &Arc<MockClock>, fs: SharedFs) -> Arc<Log> {
     let dir = root.join("t-0");
     let log = Log::open(
         &dir,
         cfg.clone(),
-        LoadParams::default(),
+        LoadParams {
+            fs,
+            ..LoadParams::default()
+        },
         clock.clone(),
         DirHealth::new(root),
     )
@@ -194,38 +202,6 @@ impl Model {
                     panic!("key {:?} lost (latest at {o})", String::from_utf8_lossy(k))
                 }
             }
-        }
-    }
-}
-
-/// Fails the `fail_at`-th file operation (0-based) and every later one,
-/// recording the operations seen.
-#[derive(Debug, Default)]
-pub struct FailAt {
-    pub fail_at: Option<usize>,
-    pub count: AtomicUsize,
-    pub ops: Mutex<Vec<FileOp>>,
-}
-
-impl FailAt {
-    pub fn new(fail_at: Option<usize>) -> Arc<FailAt> {
-        Arc::new(FailAt {
-            fail_at,
-            ..FailAt::default()
-        })
-    }
-    pub fn ops(&self) -> Vec<FileOp> {
-        self.ops.lock().unwrap().clone()
-    }
-}
-
-impl CleanerHooks for FailAt {
-    fn before(&self, op: FileOp) -> std::io::Result<()> {
-        let n = self.count.fetch_add(1, Ordering::SeqCst);
-        self.ops.lock().unwrap().push(op);
-        match self.fail_at {
-            Some(f) if n >= f => Err(std::io::Error::other("injected crash")),
-            _ => Ok(()),
         }
     }
 }

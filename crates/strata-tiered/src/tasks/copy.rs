@@ -207,7 +207,7 @@ impl RemoteLogManager {
 
 /// The log's leader-epoch entries, read from its checkpoint file.
 fn epoch_entries(log: &strata_log::Log) -> Result<Vec<(LeaderEpoch, Offset)>, TieredError> {
-    let cache = LeaderEpochCache::load(&log.dir()).map_err(|e| TieredError::Log {
+    let cache = LeaderEpochCache::load(log.fs(), &log.dir()).map_err(|e| TieredError::Log {
         tp: log.topic_partition().clone(),
         source: Box::new(strata_log::LogError::Checkpoint {
             path: log.dir().join(format::LEADER_EPOCH_CHECKPOINT),

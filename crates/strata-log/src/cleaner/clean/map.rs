@@ -22,6 +22,7 @@ impl Cleaner {
     pub(super) fn build_offset_map(
         &mut self,
         tp: &TopicPartition,
+        fs: &crate::fs::SharedFs,
         segs: &[Arc<Segment>],
         start: Offset,
         end: Offset,
@@ -48,7 +49,7 @@ impl Cleaner {
             .take_while(|s| s.base_offset() < end)
             .collect();
         let mut txn = CleanedTxnMetadata::new();
-        txn.add_aborted(aborted(txn_paths, start, end)?);
+        txn.add_aborted(aborted(fs, txn_paths, start, end)?);
         for (i, seg) in dirty.iter().enumerate() {
             let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset());
             if self.map_segment(tp, seg, start, next_start, &mut txn, stats)? {

@@ -21,7 +21,14 @@ fn new_path(dir: &TempDir, name: &str) -> PathBuf {
 }
 
 fn offset_index(dir: &TempDir, base: Offset, max_entries: usize) -> OffsetIndex {
-    OffsetIndex::open(&new_path(dir, "00.index"), base, max_entries * 8, true).unwrap()
+    OffsetIndex::open(
+        &crate::fs::StdFs::shared(),
+        &new_path(dir, "00.index"),
+        base,
+        max_entries * 8,
+        true,
+    )
+    .unwrap()
 }
 
 fn op(offset: i64, position: u32) -> OffsetPosition {

@@ -8,7 +8,7 @@ fn new_offset_index_is_preallocated_and_empty() {
     let dir = tempfile::tempdir().unwrap();
     let path = new_path(&dir, "a.index");
     // 30 * 8 + 5: rounded down to whole entries.
-    let idx = OffsetIndex::open(&path, BASE, 245, true).unwrap();
+    let idx = OffsetIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 245, true).unwrap();
     assert_eq!(fs::metadata(&path).unwrap().len(), 240);
     assert_eq!((idx.entries(), idx.max_entries()), (0, 30));
     assert_eq!(idx.last_offset(), BASE);
@@ -20,7 +20,9 @@ fn new_offset_index_is_preallocated_and_empty() {
 fn too_small_max_size_is_rejected_without_leaving_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = new_path(&dir, "a.index");
-    let err = OffsetIndex::open(&path, BASE, 7, true).err().unwrap();
+    let err = OffsetIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 7, true)
+        .err()
+        .unwrap();
     assert!(matches!(
         err,
         IndexError::InvalidMaxIndexSize {
@@ -30,7 +32,9 @@ fn too_small_max_size_is_rejected_without_leaving_a_file() {
         }
     ));
     assert!(!path.exists());
-    let err = TimeIndex::open(&path, BASE, 11, true).err().unwrap();
+    let err = TimeIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 11, true)
+        .err()
+        .unwrap();
     assert!(matches!(
         err,
         IndexError::InvalidMaxIndexSize { entry_size: 12, .. }
@@ -122,7 +126,14 @@ fn append_rejects_non_increasing_offsets() {
     }
     assert_eq!(idx.entries(), 1);
     // The first entry may equal the base offset (and then passes the check).
-    let mut idx = OffsetIndex::open(&new_path(&dir, "b.index"), Offset(20), 80, true).unwrap();
+    let mut idx = OffsetIndex::open(
+        &crate::fs::StdFs::shared(),
+        &new_path(&dir, "b.index"),
+        Offset(20),
+        80,
+        true,
+    )
+    .unwrap();
     idx.append(Offset(20), Position(0)).unwrap();
     idx.sanity_check().unwrap();
 }
@@ -201,7 +212,8 @@ fn truncate_to_every_boundary() {
     let dir = tempfile::tempdir().unwrap();
     for target in 0..=111i64 {
         let path = new_path(&dir, &format!("{target}.index"));
-        let mut idx = OffsetIndex::open(&path, Offset(0), 88, true).unwrap();
+        let mut idx =
+            OffsetIndex::open(&crate::fs::StdFs::shared(), &path, Offset(0), 88, true).unwrap();
         for i in 1..=10 {
             idx.append(Offset(i * 10), Position(i as u32)).unwrap();
         }
@@ -229,7 +241,8 @@ fn close_trims_and_reopen_reads_every_slot() {
     idx.close().unwrap();
     assert_eq!(fs::metadata(&path).unwrap().len(), 16);
 
-    let mut reopened = OffsetIndex::open(&path, BASE, 30 * 8, true).unwrap();
+    let mut reopened =
+        OffsetIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 30 * 8, true).unwrap();
     assert_eq!((reopened.entries(), reopened.max_entries()), (2, 2));
     assert_eq!(reopened.last_offset(), Offset(52));
     assert_eq!(reopened.lookup(Offset(51)), op(51, 0));
@@ -288,7 +301,7 @@ fn untrimmed_index_left_by_a_crash_fails_the_sanity_check() {
     drop(idx); // a crash: never trimmed
     assert_eq!(fs::metadata(&path).unwrap().len(), 240);
 
-    let reopened = OffsetIndex::open(&path, BASE, 240, true).unwrap();
+    let reopened = OffsetIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 240, true).unwrap();
     assert_eq!(reopened.entries(), 30, "every slot counts, as in Kafka");
     assert!(reopened.is_full());
     assert_eq!(
@@ -321,7 +334,7 @@ fn sanity_check_reports_kafkas_corruptions() {
     // Length not a multiple of 8: a 2-byte garbage file.
     let path = new_path(&dir, "short.index");
     fs::write(&path, [1, 2]).unwrap();
-    let idx = OffsetIndex::open(&path, BASE, 240, true).unwrap();
+    let idx = OffsetIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 240, true).unwrap();
     assert_eq!(idx.entries(), 0);
     assert_eq!(
         corruption(idx.sanity_check()),
@@ -333,7 +346,7 @@ fn sanity_check_reports_kafkas_corruptions() {
     // Last offset below the base: a negative relative offset.
     let path = new_path(&dir, "neg.index");
     fs::write(&path, [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]).unwrap();
-    let idx = OffsetIndex::open(&path, BASE, 240, true).unwrap();
+    let idx = OffsetIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 240, true).unwrap();
     assert_eq!(
         corruption(idx.sanity_check()),
         IndexCorruption::LastOffsetBelowBase {
@@ -344,7 +357,7 @@ fn sanity_check_reports_kafkas_corruptions() {
     // Decreasing positions.
     let path = new_path(&dir, "pos.index");
     fs::write(&path, [0, 0, 0, 1, 0, 0, 0, 9, 0, 0, 0, 2, 0, 0, 0, 8]).unwrap();
-    let idx = OffsetIndex::open(&path, BASE, 240, true).unwrap();
+    let idx = OffsetIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 240, true).unwrap();
     assert!(matches!(
         corruption(idx.sanity_check()),
         IndexCorruption::PositionDecreasing { slot: 1, .. }
@@ -370,7 +383,14 @@ fn fetch_upper_bound_offset_uses_positions() {
     // Kafka's quirk: a target equal to the first entry's position is never
     // probed as an exact hit, so the entry after it is returned.
     assert_eq!(idx.fetch_upper_bound_offset(first, 0), Some(second));
-    let mut single = OffsetIndex::open(&new_path(&dir, "one.index"), BASE, 80, true).unwrap();
+    let mut single = OffsetIndex::open(
+        &crate::fs::StdFs::shared(),
+        &new_path(&dir, "one.index"),
+        BASE,
+        80,
+        true,
+    )
+    .unwrap();
     single.append(Offset(50), Position(10)).unwrap();
     assert_eq!(single.fetch_upper_bound_offset(op(50, 0), 10), None);
     assert_eq!(
@@ -384,7 +404,7 @@ fn read_only_index() {
     let dir = tempfile::tempdir().unwrap();
     let missing = new_path(&dir, "missing.index");
     assert!(matches!(
-        OffsetIndex::open(&missing, BASE, 240, false),
+        OffsetIndex::open(&crate::fs::StdFs::shared(), &missing, BASE, 240, false),
         Err(IndexError::Io {
             op: IndexOp::Open,
             ..
@@ -395,7 +415,7 @@ fn read_only_index() {
     idx.append(Offset(50), Position(7)).unwrap();
     let path = idx.path().to_path_buf();
     idx.close().unwrap();
-    let mut ro = OffsetIndex::open(&path, BASE, 240, false).unwrap();
+    let mut ro = OffsetIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 240, false).unwrap();
     assert_eq!(ro.entry(0), op(50, 7));
     ro.truncate_to(Offset(51)).unwrap();
     assert_eq!(ro.entries(), 1);
@@ -420,7 +440,7 @@ fn rename_and_delete() {
     assert_eq!(idx.lookup(Offset(51)), op(51, 8));
     assert!(idx.delete().unwrap());
     assert!(!renamed.exists());
-    let idx = OffsetIndex::open(&old, BASE, 240, true).unwrap();
+    let idx = OffsetIndex::open(&crate::fs::StdFs::shared(), &old, BASE, 240, true).unwrap();
     fs::remove_file(&old).unwrap();
     assert!(!idx.delete().unwrap(), "already gone");
 }
@@ -436,7 +456,14 @@ fn slot_past_the_largest_base_offset_is_corruption_not_overflow() {
     let mut slot = 1i32.to_be_bytes().to_vec();
     slot.extend_from_slice(&0i32.to_be_bytes());
     fs::write(&path, &slot).unwrap();
-    let idx = OffsetIndex::open(&path, Offset(i64::MAX), 80, false).unwrap();
+    let idx = OffsetIndex::open(
+        &crate::fs::StdFs::shared(),
+        &path,
+        Offset(i64::MAX),
+        80,
+        false,
+    )
+    .unwrap();
     assert_eq!(idx.last_offset(), Offset(i64::MIN));
     assert!(matches!(
         corruption(idx.sanity_check()),

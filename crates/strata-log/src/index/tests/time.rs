@@ -4,7 +4,14 @@ use std::fs;
 
 use super::*;
 fn time_index(dir: &TempDir, max_entries: usize) -> TimeIndex {
-    TimeIndex::open(&new_path(dir, "00.timeindex"), BASE, max_entries * 12, true).unwrap()
+    TimeIndex::open(
+        &crate::fs::StdFs::shared(),
+        &new_path(dir, "00.timeindex"),
+        BASE,
+        max_entries * 12,
+        true,
+    )
+    .unwrap()
 }
 
 /// Kafka TimeIndexTest.appendEntries: (i*10, base + i*10) for i in 1..=n.
@@ -141,7 +148,14 @@ fn time_truncate_compares_offsets() {
 fn sparse_append_rule_gives_fourteen_entries() {
     let dir = tempfile::tempdir().unwrap();
     let base = Offset(40);
-    let mut idx = TimeIndex::open(&new_path(&dir, "s.timeindex"), base, 1200, true).unwrap();
+    let mut idx = TimeIndex::open(
+        &crate::fs::StdFs::shared(),
+        &new_path(&dir, "s.timeindex"),
+        base,
+        1200,
+        true,
+    )
+    .unwrap();
     let (s, interval) = (100usize, 199usize);
     let mut since_last_entry = 0usize;
     let mut max_ts = Timestamp::NONE;
@@ -173,7 +187,8 @@ fn time_close_trims_and_reopen_reads_the_last_entry() {
     let path = idx.path().to_path_buf();
     idx.close().unwrap();
     assert_eq!(fs::metadata(&path).unwrap().len(), 60);
-    let mut reopened = TimeIndex::open(&path, BASE, 360, true).unwrap();
+    let mut reopened =
+        TimeIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 360, true).unwrap();
     assert_eq!((reopened.entries(), reopened.max_entries()), (5, 5));
     assert_eq!(reopened.last_entry(), to(50, 95));
     assert!(reopened.is_full());
@@ -210,7 +225,7 @@ fn time_sanity_checks() {
     idx.flush().unwrap();
     let path = idx.path().to_path_buf();
     drop(idx); // crash: untrimmed
-    let crashed = TimeIndex::open(&path, BASE, 360, true).unwrap();
+    let crashed = TimeIndex::open(&crate::fs::StdFs::shared(), &path, BASE, 360, true).unwrap();
     assert_eq!(crashed.entries(), 30);
     assert!(matches!(
         corruption(crashed.sanity_check()),
@@ -220,7 +235,7 @@ fn time_sanity_checks() {
     let write = |name: &str, bytes: &[u8]| -> TimeIndex {
         let p = new_path(&dir, name);
         fs::write(&p, bytes).unwrap();
-        TimeIndex::open(&p, BASE, 360, true).unwrap()
+        TimeIndex::open(&crate::fs::StdFs::shared(), &p, BASE, 360, true).unwrap()
     };
     let entry = |ts: i64, rel: i32| -> Vec<u8> {
         let mut v = ts.to_be_bytes().to_vec();
@@ -264,7 +279,14 @@ fn time_slot_past_the_largest_base_offset_is_corruption_not_overflow() {
     let mut slot = 5i64.to_be_bytes().to_vec();
     slot.extend_from_slice(&1i32.to_be_bytes());
     fs::write(&path, &slot).unwrap();
-    let idx = TimeIndex::open(&path, Offset(i64::MAX), 120, false).unwrap();
+    let idx = TimeIndex::open(
+        &crate::fs::StdFs::shared(),
+        &path,
+        Offset(i64::MAX),
+        120,
+        false,
+    )
+    .unwrap();
     assert_eq!(idx.last_entry().offset, Offset(i64::MIN));
     assert!(matches!(
         corruption(idx.sanity_check()),

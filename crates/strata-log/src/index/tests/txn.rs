@@ -17,7 +17,7 @@ fn kafka_txns() -> Vec<AbortedTxn> {
 }
 
 fn txn_index(path: &Path) -> TransactionIndex {
-    TransactionIndex::open(path, Offset(0)).unwrap()
+    TransactionIndex::open(&crate::fs::StdFs::shared(), path, Offset(0)).unwrap()
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn txn_sanity_check_and_partial_tail() {
     }
     idx.sanity_check().unwrap();
     idx.close().unwrap();
-    let shifted = TransactionIndex::open(&path, Offset(100)).unwrap();
+    let shifted = TransactionIndex::open(&crate::fs::StdFs::shared(), &path, Offset(100)).unwrap();
     assert_eq!(
         corruption(shifted.sanity_check()),
         IndexCorruption::AbortedTxnBelowBase {

@@ -19,7 +19,13 @@ pub(super) const PID: ProducerId = ProducerId(1);
 pub(super) const EXPIRATION_MS: i64 = 60_000;
 
 pub(super) fn manager(dir: &Path) -> ProducerStateManager {
-    ProducerStateManager::new(dir, TopicPartition::new("t", 0), EXPIRATION_MS).unwrap()
+    ProducerStateManager::new(
+        &crate::fs::StdFs::shared(),
+        dir,
+        TopicPartition::new("t", 0),
+        EXPIRATION_MS,
+    )
+    .unwrap()
 }
 
 pub(super) fn setup() -> (TempDir, ProducerStateManager) {
