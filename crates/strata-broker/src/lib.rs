@@ -53,6 +53,6 @@ pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
 pub use error::BrokerError;
 #[doc(hidden)]
 pub use group::records::fuzz_round_trip as fuzz_consumer_offsets_record;
-pub use server::{serve_main, start, start_with_clock, BrokerHandle};
+pub use server::{serve_main, start, start_with_clock, start_with_fs, BrokerHandle};
 pub use stats::BrokerStats;
 pub use topics::{TopicStoreError, TOPICS_FILE};

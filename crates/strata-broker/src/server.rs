@@ -96,10 +96,24 @@ pub async fn start_with_clock(
     config: BrokerConfig,
     clock: SharedClock,
 ) -> Result<BrokerHandle, BrokerError> {
+    start_with_fs(config, clock, strata_log::fs::StdFs::shared()).await
+}
+
+/// Start a broker whose log engine reads `clock` and changes its files
+/// through `fs` (production passes `StdFs`; tests inject I/O errors with
+/// `strata_log::fs::FaultFs`).
+///
+/// # Errors
+/// As [`start`].
+pub async fn start_with_fs(
+    config: BrokerConfig,
+    clock: SharedClock,
+    fs: strata_log::fs::SharedFs,
+) -> Result<BrokerHandle, BrokerError> {
     let cfg = config.clone();
     let storage_clock = clock.clone();
     let (store, logs, cluster_id, dynamic, refused) =
-        tokio::task::spawn_blocking(move || open_storage(&cfg, storage_clock))
+        tokio::task::spawn_blocking(move || open_storage(&cfg, storage_clock, fs))
             .await
             .map_err(|source| BrokerError::Task {
                 task: "opening storage",
@@ -186,7 +200,11 @@ type Storage = (
 
 /// Open the topic store, the dynamic broker configs and the log manager
 /// and make them agree (blocking). Dynamic configs apply before any log opens.
-fn open_storage(config: &BrokerConfig, clock: SharedClock) -> Result<Storage, BrokerError> {
+fn open_storage(
+    config: &BrokerConfig,
+    clock: SharedClock,
+    fs: strata_log::fs::SharedFs,
+) -> Result<Storage, BrokerError> {
     for dir in &config.log_dirs {
         std::fs::create_dir_all(dir).map_err(|source| BrokerError::LogDir {
             path: dir.clone(),
@@ -218,6 +236,7 @@ fn open_storage(config: &BrokerConfig, clock: SharedClock) -> Result<Storage, Br
         flush_start_offset_checkpoint_interval_ms: config
             .log_flush_start_offset_checkpoint_interval_ms,
         file_delete_delay_ms: config.log_segment_delete_delay_ms,
+        fs,
     };
     let (filter, refused) = reconcile::topic_id_filter(store.clone());
     let logs = LogManager::open_filtered(manager_config, clock, Some(filter))?;
