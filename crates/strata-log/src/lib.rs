@@ -10,7 +10,9 @@
 //! - [`types`]: newtypes for offsets, positions, epochs, producer ids.
 //! - [`batch`]: the record-batch view, validation, compression, legacy formats.
 //! - [`format`]: every file and directory name (Kafka `LogFileUtils`).
-//! - [`fs`]: atomic file replacement and directory fsync.
+//! - [`fs`]: the file-system seam every file mutation goes through ([`fs::FileSystem`],
+//!   [`fs::StdFs`] in production, [`fs::FaultFs`] to inject I/O errors in tests), atomic
+//!   file replacement and directory fsync.
 //! - [`checkpoint`]: Kafka's text checkpoint files (recovery point, log start, ...).
 //! - [`leader_epoch`]: the leader-epoch cache and `leader-epoch-checkpoint`.
 //! - [`metadata`]: `partition.metadata`, `meta.properties`, `.kafka_cleanshutdown`.

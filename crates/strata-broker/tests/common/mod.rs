@@ -45,6 +45,26 @@ pub async fn start(dir: &Path, extra: &[(&str, &str)]) -> BrokerHandle {
         .expect("broker starts")
 }
 
+/// [`start`] with the log engine's file mutations going through `fs` (for
+/// injecting I/O errors with `strata_log::fs::FaultFs`).
+pub async fn start_on(
+    dir: &Path,
+    extra: &[(&str, &str)],
+    fs: strata_log::fs::SharedFs,
+) -> BrokerHandle {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    strata_broker::start_with_fs(
+        test_config(dir, extra),
+        std::sync::Arc::new(strata_log::SystemClock),
+        fs,
+    )
+    .await
+    .expect("broker starts")
+}
+
 /// A raw Kafka connection.
 pub struct Client {
     pub stream: TcpStream,
