@@ -4,7 +4,7 @@
 //! or create, positional write, fsync, truncate, block reservation, rename,
 //! removal, directory creation and directory fsync — goes through a
 //! [`FileSystem`] (the seam of raft-engine's `FileSystem` trait). Production
-//! uses [`StdFs`], plain system calls. Tests use a simulating file system that
+//! uses [`StdFs`], plain system calls. Tests use [`sim::SimFs`], which
 //! injects I/O errors at a chosen operation and simulates a power loss:
 //! data not fsynced is dropped or torn, and directory entries not made
 //! durable by a directory fsync may be undone.
@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::format::TMP_SUFFIX;
+
+pub mod sim;
 
 /// How a file is opened through the seam.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
