@@ -5,8 +5,8 @@
 //! removal, directory creation and directory fsync — goes through a
 //! [`FileSystem`] (the seam of raft-engine's `FileSystem` trait). Production
 //! uses [`StdFs`], plain system calls. Tests use [`FaultFs`] (`faults.rs`),
-//! which injects EIO, ENOSPC or a short write at a chosen operation, and a
-//! simulating file system that simulates a power loss: data not fsynced is
+//! which injects EIO, ENOSPC or a short write at a chosen operation, and
+//! [`sim::SimFs`], which also simulates a power loss: data not fsynced is
 //! dropped or torn, and directory entries not made durable by a directory
 //! fsync may be undone.
 //!
@@ -34,6 +34,7 @@ use std::sync::Arc;
 use crate::format::TMP_SUFFIX;
 
 mod faults;
+pub mod sim;
 
 pub use faults::{Fault, FaultFs, FsOp, OpRecord};
 
