@@ -24,12 +24,12 @@
 //! - [`read`]: remote fetch and ListOffsets lookups.
 //! - [`index_cache`]: remote offset/time indexes cached on local disk.
 //! - [`validate`]: tiered-storage topic-config rules (Kafka's messages).
-//! - [`fsck`] and [`cli`]: `strata tier fsck`, the catalogue against the bucket.
+//! - [`fsck`]: the catalogue against the bucket (the library of `strata tier
+//!   fsck`, whose command line lives in the `strata` binary).
 //! - [`metrics`]: Kafka-named tiered-storage counters.
 //! - [`error`]: error enums.
 
 pub mod bridge;
-pub mod cli;
 pub mod config;
 pub mod error;
 pub mod fsck;
