@@ -682,6 +682,53 @@ fn single_listener(value: &str) -> Result<Listener, &'static str> {
 mod tests {
     use super::*;
 
+    fn err_name(err: &ConfigError) -> String {
+        match err {
+            ConfigError::Invalid(e) => e.name().to_string(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_default_is_valid_and_errors_name_key_value_and_rule() {
+        let c = BrokerConfig::default();
+        let shown: BTreeMap<_, _> = c.resolved().into_iter().collect();
+        for def in BrokerConfig::definitions() {
+            if !def.default.is_empty() {
+                assert_eq!(shown[def.name], def.default, "{}", def.name);
+            }
+        }
+        assert_eq!(shown["log.dirs"], DEFAULT_LOG_DIR);
+        assert_eq!(shown["retention.ms"], "604800000");
+        assert_eq!(shown["offsets.topic.num.partitions"], "50");
+        assert_eq!(shown["remote.log.storage.system.enable"], "false");
+        for (key, value, rule) in [
+            ("num.partitions", "zero", "not an int"),
+            ("num.partitions", "0", "must be at least 1"),
+            ("log.retention.ms", "abc", "not a long"),
+            (
+                "auto.create.topics.enable",
+                "yes",
+                "not a boolean (true or false)",
+            ),
+            ("offsets.topic.num.partitions", "0", "must be at least 1"),
+            ("remote.log.reader.threads", "0", "must be at least 1"),
+            ("log.cleaner.threads", "-1", "must be at least 0"),
+            (
+                "listeners",
+                "SSL://h:1",
+                "only PLAINTEXT listeners are supported",
+            ),
+            ("cluster.id", "", "must not be empty"),
+        ] {
+            let err = BrokerConfig::from_properties(props(&[(key, value)])).unwrap_err();
+            assert_eq!(
+                strata_log::ErrorChain(&err).to_string(),
+                format!("invalid value {value:?} for {key}: {rule}")
+            );
+        }
+    }
+
     fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
@@ -700,9 +747,9 @@ mod tests {
         assert!(c.auto_create_topics_enable);
         assert_eq!(c.socket_request_max_bytes, 104_857_600);
         assert_eq!(c.max_connections, 1000);
-        assert_eq!(c.message_max_bytes, 1_048_588);
-        assert_eq!(c.offsets_topic_num_partitions, 50);
-        assert!(!c.durable_append);
+        assert_eq!(c.log_config.max_message_bytes, 1_048_588);
+        assert_eq!(c.group.offsets_topic_num_partitions, 50);
+        assert!(!c.log_config.durable_append);
         assert_eq!(c.log_config, LogConfig::default());
         assert_eq!(c.connections_max_idle_ms, 600_000);
         assert_eq!(c.request_receive_timeout_ms, 30_000);
@@ -739,10 +786,7 @@ mod tests {
             ("socket.listen.backlog.size", "0"),
         ] {
             let err = BrokerConfig::from_properties(props(&[(key, value)])).unwrap_err();
-            assert!(
-                matches!(err, ConfigError::InvalidValue { ref name, .. } if name == key),
-                "{key}={value}: {err}"
-            );
+            assert!(err_name(&err) == *key, "{key}={value}: {err}");
         }
         // 0 per ip is allowed when overrides let some addresses in (Kafka's rule).
         let c = BrokerConfig::from_properties(props(&[
@@ -776,7 +820,7 @@ mod tests {
         assert_eq!(c.log_dirs, vec![PathBuf::from("/b"), PathBuf::from("/c")]);
         assert_eq!(c.num_partitions, 3);
         assert!(!c.auto_create_topics_enable);
-        assert!(c.durable_append);
+        assert!(c.log_config.durable_append);
         assert_eq!(c.rack.as_deref(), Some("r1"));
     }
 
@@ -793,12 +837,10 @@ mod tests {
         assert_eq!(c.cleaner.threads, 2);
         let err = BrokerConfig::from_properties(props(&[("log.retention.check.interval.ms", "0")]))
             .unwrap_err();
-        assert!(
-            matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "log.retention.check.interval.ms")
-        );
+        assert!(err_name(&err) == "log.retention.check.interval.ms");
         let err =
             BrokerConfig::from_properties(props(&[("log.cleaner.threads", "many")])).unwrap_err();
-        assert!(matches!(err, ConfigError::Cleaner(ref e) if e.name == "log.cleaner.threads"));
+        assert_eq!(err_name(&err), "log.cleaner.threads");
     }
 
     #[test]
@@ -816,11 +858,13 @@ mod tests {
                 ("log.cleaner.dedupe.buffer.size", size),
             ]))
             .unwrap_err();
-            let ConfigError::Cleaner(e) = &err else {
+            let ConfigError::Invalid(strata_log::ConfigError::InvalidValue { name, value, .. }) =
+                &err
+            else {
                 panic!("unexpected {err:?}");
             };
-            assert_eq!(e.name, "log.cleaner.dedupe.buffer.size");
-            assert_eq!(e.value, size);
+            assert_eq!(*name, "log.cleaner.dedupe.buffer.size");
+            assert_eq!(value, size);
             let text = strata_log::ErrorChain(&err).to_string();
             assert!(text.contains("log.cleaner.dedupe.buffer.size"), "{text}");
             assert!(text.contains(size), "{text}");
@@ -854,11 +898,7 @@ mod tests {
                 bad,
             )]))
             .unwrap_err();
-            let named = match &err {
-                ConfigError::Log(strata_log::ConfigError::InvalidValue { name, .. })
-                | ConfigError::Log(strata_log::ConfigError::OutOfRange { name, .. }) => *name,
-                other => panic!("{bad}: unexpected {other:?}"),
-            };
+            let named = err_name(&err);
             assert_eq!(named, "strata.max.decompressed.batch.bytes", "{bad}");
         }
     }
@@ -867,21 +907,22 @@ mod tests {
     fn errors_name_property_and_value() {
         let err = BrokerConfig::from_properties(props(&[("num.partitions", "zero")])).unwrap_err();
         match err {
-            ConfigError::InvalidValue { name, value, .. } => {
+            ConfigError::Invalid(strata_log::ConfigError::InvalidValue { name, value, .. }) => {
                 assert_eq!(name, "num.partitions");
                 assert_eq!(value, "zero");
             }
             other => panic!("unexpected {other:?}"),
         }
         let err = BrokerConfig::from_properties(props(&[("listeners", "SSL://h:1")])).unwrap_err();
-        assert!(matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "listeners"));
+        assert_eq!(err_name(&err), "listeners");
         let err = BrokerConfig::from_properties(props(&[("node.id", "1"), ("broker.id", "2")]))
             .unwrap_err();
-        assert!(matches!(err, ConfigError::Conflict { .. }));
-        let err = BrokerConfig::from_properties(props(&[("max.connections", "0")])).unwrap_err();
-        assert!(
-            matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "max.connections")
+        assert_eq!(
+            err.to_string(),
+            r#"invalid value "2" for broker.id: must equal node.id (1) when both are set"#
         );
+        let err = BrokerConfig::from_properties(props(&[("max.connections", "0")])).unwrap_err();
+        assert!(err_name(&err) == "max.connections");
     }
 
     #[test]
@@ -894,7 +935,7 @@ mod tests {
         assert_eq!(c.log_dirs, vec![PathBuf::from("/from-file")]);
         assert!(matches!(
             BrokerConfig::load(Some(&dir.path().join("missing")), &[]),
-            Err(ConfigError::Read { .. })
+            Err(ConfigError::Properties(PropertiesError::Read { .. }))
         ));
     }
 }
