@@ -14,7 +14,7 @@
 //!   `LocalTieredStorage` object layout.
 //! - [`rlmm`]: the metadata plug-in seam [`RemoteLogMetadataManager`], the
 //!   in-memory catalogue, and the `__remote_log_metadata` record format.
-//! - [`config`]: broker settings and the back-end choice from
+//! - [`config`]: the remote tier's settings table and the back-end choice from
 //!   `strata.remote.storage.uri`.
 //! - [`bridge`]: the one crossing from synchronous callers to the async
 //!   object store.

@@ -82,6 +82,16 @@ pub fn read(path: &Path) -> Result<Properties, PropertiesError> {
     parse(&text, path)
 }
 
+/// Parse the bytes of a properties file decoded as ISO-8859-1, as Kafka's
+/// `Utils.loadProps` (`Properties.load(InputStream)`) reads `meta.properties`.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_latin1(bytes: &[u8], origin: &Path) -> Result<Properties, PropertiesError> {
+    let text: String = bytes.iter().map(|&b| char::from(b)).collect();
+    parse(&text, origin)
+}
+
 /// Parse the text of a properties file; `origin` names it in errors.
 ///
 /// # Errors
@@ -399,6 +409,12 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn latin1_bytes_decode_one_to_one() {
+        let m = parse_latin1(b"g=caf\xe9\n", Path::new("meta.properties")).unwrap();
+        assert_eq!(m["g"], "caf\u{e9}");
     }
 
     #[test]
