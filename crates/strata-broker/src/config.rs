@@ -396,8 +396,7 @@ static TABLE: &[Def] = &[
         "Threads per data directory for log recovery at startup and flushing at shutdown.",
         |c, v| c.num_recovery_threads_per_data_dir = usize_of(v),
         |c| c.num_recovery_threads_per_data_dir.to_string(),
-    )
-    .dynamic(),
+    ),
     Def::new(
         "log.flush.offset.checkpoint.interval.ms",
         ConfigType::Int,

@@ -79,8 +79,7 @@ static TABLE: &[Def] = &[
         "Background threads for log cleaning.",
         |c, v| c.threads = usize_of(v),
         |c| c.threads.to_string(),
-    )
-    .dynamic(),
+    ),
     Def::new(
         "log.cleaner.dedupe.buffer.size",
         ConfigType::Long,
@@ -89,8 +88,7 @@ static TABLE: &[Def] = &[
         "Memory for log deduplication across all cleaner threads.",
         |c, v| c.dedupe_buffer_size = u64::try_from(v.long()).unwrap_or(0),
         |c| c.dedupe_buffer_size.to_string(),
-    )
-    .dynamic(),
+    ),
     Def::new(
         "log.cleaner.io.buffer.size",
         ConfigType::Int,
@@ -99,8 +97,7 @@ static TABLE: &[Def] = &[
         "I/O buffer memory across all cleaner threads.",
         |c, v| c.io_buffer_size = usize_of(v),
         |c| c.io_buffer_size.to_string(),
-    )
-    .dynamic(),
+    ),
     Def::new(
         "log.cleaner.io.buffer.load.factor",
         ConfigType::Double,
@@ -109,8 +106,7 @@ static TABLE: &[Def] = &[
         "Load factor of the deduplication map.",
         |c, v| c.io_buffer_load_factor = v.double(),
         |c| render_double(c.io_buffer_load_factor),
-    )
-    .dynamic(),
+    ),
     Def::new(
         "log.cleaner.backoff.ms",
         ConfigType::Long,
@@ -119,8 +115,7 @@ static TABLE: &[Def] = &[
         "Sleep when there are no logs to clean.",
         |c, v| c.backoff_ms = v.long(),
         |c| c.backoff_ms.to_string(),
-    )
-    .dynamic(),
+    ),
     Def::new(
         "log.cleaner.io.max.bytes.per.second",
         ConfigType::Double,
@@ -129,8 +124,7 @@ static TABLE: &[Def] = &[
         "Read plus write I/O limit of the cleaner.",
         |c, v| c.io_max_bytes_per_second = rate_of(v),
         |c| render_double(c.io_max_bytes_per_second),
-    )
-    .dynamic(),
+    ),
     Def::new(
         "strata.log.cleaner.retry.backoff.ms",
         ConfigType::Long,

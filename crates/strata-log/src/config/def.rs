@@ -165,7 +165,9 @@ pub struct ConfigDef<T: 'static = super::LogConfig> {
     /// The default as Kafka prints it; `""` for Kafka's `null`.
     pub default: &'static str,
     pub validator: Validator,
-    /// Can change without a restart (dynamic broker config / topic config).
+    /// Strata applies a change without a restart (a topic config, or a
+    /// dynamic broker config Strata reconfigures live; Kafka's dynamic
+    /// configs that Strata cannot yet apply live are not marked).
     pub dynamic: bool,
     pub doc: &'static str,
     set: fn(&mut T, &Value),
