@@ -92,7 +92,7 @@ impl Broker {
             }
         };
         Broker {
-            groups: crate::group::coordinator::GroupCoordinator::new(&config.properties),
+            groups: crate::group::coordinator::GroupCoordinator::new(config.group.clone()),
             config,
             cluster_id,
             advertised,

@@ -1,11 +1,19 @@
 //! Broker configuration: Kafka's `server.properties` names and defaults,
-//! parsed, defaulted and validated in one pass ([`BrokerConfig::from_properties`]).
+//! parsed, defaulted and validated in one pass ([`BrokerConfig::load`]).
 //!
-//! Every property the broker itself reads is parsed here and nowhere else.
-//! Topic-level defaults (`log.*`, `message.max.bytes`, ...) are handed whole
-//! to `strata_log::LogConfig::from_broker_properties`, which owns those names.
-//! Unknown properties are kept (they show up in DescribeConfigs as static
-//! broker configs) and logged, as Kafka does.
+//! `server.properties` is read by the one `.properties` reader
+//! (`strata_log::config::properties`) and then parsed through the
+//! definition table of each namespace, all at start: the broker's own
+//! ([`BrokerConfig::definitions`]), the topic-level defaults
+//! (`LogConfig::from_broker_properties`), the cleaner
+//! (`CleanerConfig`), the group coordinator (`GroupConfig`) and the
+//! remote tier (`TieredConfig`). Every property is parsed by exactly one
+//! table; the rest of the broker receives typed values. `strata serve`,
+//! `strata log doctor` and `strata tier fsck` all load their configuration
+//! through [`BrokerConfig::load`], so they resolve a file identically and
+//! refuse a bad value with the same error. Unknown properties are kept
+//! (they show up in DescribeConfigs as static broker configs) and logged,
+//! as Kafka does.
 //!
 //! Defaults that differ from Kafka's are listed in `docs/differences-from-kafka.md`:
 //! `node.id` defaults to 1 (the value of Kafka's KRaft sample config; Kafka has no
@@ -15,48 +23,30 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
+use strata_log::cleaner::CleanerConfig;
+use strata_log::config::properties::{self, PropertiesError};
+use strata_log::config::{apply, defaults, resolved, ConfigDef, ConfigType, Validator, Value};
 use strata_log::LogConfig;
+use strata_tiered::TieredConfig;
 use thiserror::Error;
 
-use crate::properties;
+use crate::group::config::GroupConfig;
 
 /// Default listener when `listeners` is not set.
 pub const DEFAULT_LISTENERS: &str = "PLAINTEXT://127.0.0.1:9092";
 /// Default data directory when neither `log.dirs` nor `log.dir` is set.
 pub const DEFAULT_LOG_DIR: &str = "./strata-data";
 
-/// A configuration problem; every variant names the property (or file) at fault.
+/// Why the configuration could not be loaded: the file (or an override)
+/// could not be read, or a value breaks its rule. The text is the same for
+/// every command that loads a configuration.
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("invalid value {value:?} for configuration {name}: {reason}")]
-    InvalidValue {
-        name: String,
-        value: String,
-        reason: &'static str,
-    },
-    #[error("conflicting values for {name} ({value:?}) and {other} ({other_value:?})")]
-    Conflict {
-        name: &'static str,
-        value: String,
-        other: &'static str,
-        other_value: String,
-    },
-    #[error("cannot read properties file {path}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("syntax error in {path} at line {line}")]
-    Syntax { path: PathBuf, line: usize },
-    #[error("override {pair:?} is not of the form key=value")]
-    BadOverride { pair: String },
-    #[error("invalid log (topic default) configuration")]
-    Log(#[from] strata_log::ConfigError),
-    #[error("invalid log cleaner configuration")]
-    Cleaner(#[from] strata_log::cleaner::CleanerConfigError),
+    #[error(transparent)]
+    Properties(#[from] PropertiesError),
+    #[error(transparent)]
+    Invalid(#[from] strata_log::ConfigError),
 }
 
 /// One listener endpoint: `NAME://host:port`.
@@ -71,12 +61,8 @@ pub struct Listener {
 
 impl Listener {
     /// Parse `PLAINTEXT://host:port` (IPv6 hosts in brackets).
-    fn parse(prop: &str, value: &str) -> Result<Listener, ConfigError> {
-        let bad = |reason| ConfigError::InvalidValue {
-            name: prop.to_string(),
-            value: value.to_string(),
-            reason,
-        };
+    fn parse(value: &str) -> Result<Listener, &'static str> {
+        let bad = |reason| reason;
         let (name, rest) = value
             .split_once("://")
             .ok_or_else(|| bad("expected LISTENER_NAME://host:port"))?;
@@ -153,31 +139,311 @@ pub struct BrokerConfig {
     /// `strata.max.partitions`: partitions the broker may hold in all; CreateTopics
     /// and CreatePartitions beyond it get INVALID_PARTITIONS (Kafka has no limit).
     pub max_partitions: usize,
-    /// `message.max.bytes` (also the broker default of topic `max.message.bytes`).
-    pub message_max_bytes: i32,
     /// `num.recovery.threads.per.data.dir`.
     pub num_recovery_threads_per_data_dir: usize,
-    /// `log.segment.delete.delay.ms` (`file.delete.delay.ms` for topics).
-    pub log_segment_delete_delay_ms: i64,
     /// `log.flush.offset.checkpoint.interval.ms`.
     pub log_flush_offset_checkpoint_interval_ms: i64,
     /// `log.flush.start.offset.checkpoint.interval.ms`.
     pub log_flush_start_offset_checkpoint_interval_ms: i64,
-    /// `offsets.topic.num.partitions` (used by the group coordinator).
-    pub offsets_topic_num_partitions: i32,
-    /// `strata.durable.append`: fsync before acknowledging acks=all/1 writes.
-    pub durable_append: bool,
     /// `cluster.id`; when unset one is generated once and kept in the topic store.
     pub cluster_id: Option<String>,
-    /// Topic-level defaults derived from the `log.*` and related broker properties.
+    /// Topic-level defaults from the `log.*` and related broker properties
+    /// (`message.max.bytes`, `log.segment.delete.delay.ms`,
+    /// `strata.durable.append`, ... live here, parsed once).
     pub log_config: LogConfig,
     /// `log.retention.check.interval.ms`: how often the retention pass runs (default 300 000).
     pub log_retention_check_interval_ms: i64,
     /// The `log.cleaner.*` settings of the compaction threads.
-    pub cleaner: strata_log::cleaner::CleanerConfig,
+    pub cleaner: CleanerConfig,
+    /// The group coordinator's settings (`group.*`, `offsets.*`).
+    pub group: GroupConfig,
+    /// The remote tier's settings (`remote.log.*`, `strata.remote.storage.uri`, ...).
+    pub tiered: TieredConfig,
     /// Every property given (file then overrides), for DescribeConfigs.
     pub properties: BTreeMap<String, String>,
+    /// Values as given, for the rules that read two properties.
+    given: Given,
 }
+
+/// Properties whose meaning depends on another one; resolved after the
+/// table pass ([`BrokerConfig::from_properties`]).
+#[derive(Clone, Debug, Default)]
+struct Given {
+    node_id: Option<i32>,
+    broker_id: Option<i32>,
+    log_dirs: Option<String>,
+    log_dir: Option<String>,
+    per_ip: i32,
+    per_ip_overrides: String,
+}
+
+fn listener_rule(v: &Value) -> Result<(), String> {
+    single_listener(&v.string())
+        .map(|_| ())
+        .map_err(str::to_string)
+}
+
+fn optional_listener_rule(v: &Value) -> Result<(), String> {
+    if v.string().is_empty() {
+        Ok(())
+    } else {
+        listener_rule(v)
+    }
+}
+
+fn render_listener(l: &Listener) -> String {
+    let host = if l.host.contains(':') {
+        format!("[{}]", l.host)
+    } else {
+        l.host.clone()
+    };
+    format!("{}://{host}:{}", l.name, l.port)
+}
+
+fn usize_of(v: &Value) -> usize {
+    usize::try_from(v.long()).unwrap_or(0)
+}
+
+fn dirs(c: &BrokerConfig) -> String {
+    c.log_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+type Def = ConfigDef<BrokerConfig>;
+
+/// The broker's own properties. Topic-level defaults, the cleaner, the
+/// group coordinator and the remote tier have tables of their own.
+static TABLE: &[Def] = &[
+    Def::new(
+        "listeners",
+        ConfigType::String,
+        DEFAULT_LISTENERS,
+        Validator::Custom(listener_rule),
+        "Listener URIs to bind.",
+        |c, v| {
+            if let Ok(l) = single_listener(&v.string()) {
+                c.listener = l;
+            }
+        },
+        |c| render_listener(&c.listener),
+    ),
+    Def::new(
+        "advertised.listeners",
+        ConfigType::String,
+        "",
+        Validator::Custom(optional_listener_rule),
+        "Listeners published to clients.",
+        |c, v| c.advertised_listener = single_listener(&v.string()).ok(),
+        |c| {
+            c.advertised_listener
+                .as_ref()
+                .map(render_listener)
+                .unwrap_or_default()
+        },
+    ),
+    Def::new(
+        "node.id",
+        ConfigType::Int,
+        "",
+        Validator::AtLeast(0),
+        "The node id of this server.",
+        |c, v| c.given.node_id = Some(v.int()),
+        |c| c.node_id.to_string(),
+    ),
+    Def::new(
+        "broker.id",
+        ConfigType::Int,
+        "",
+        Validator::AtLeast(0),
+        "The broker id of this server (must equal node.id when both are set).",
+        |c, v| c.given.broker_id = Some(v.int()),
+        |c| c.node_id.to_string(),
+    ),
+    Def::new(
+        "broker.rack",
+        ConfigType::String,
+        "",
+        Validator::Any,
+        "Rack of the broker.",
+        |c, v| c.rack = Some(v.string()),
+        |c| c.rack.clone().unwrap_or_default(),
+    ),
+    Def::new(
+        "log.dirs",
+        ConfigType::String,
+        "",
+        Validator::Any,
+        "Directories in which the log data is kept (comma separated).",
+        |c, v| c.given.log_dirs = Some(v.string()),
+        dirs,
+    ),
+    Def::new(
+        "log.dir",
+        ConfigType::String,
+        "",
+        Validator::Any,
+        "The log directory, when log.dirs is not set.",
+        |c, v| c.given.log_dir = Some(v.string()),
+        dirs,
+    ),
+    Def::new(
+        "num.partitions",
+        ConfigType::Int,
+        "1",
+        Validator::AtLeast(1),
+        "Default number of partitions per topic.",
+        |c, v| c.num_partitions = v.int(),
+        |c| c.num_partitions.to_string(),
+    ),
+    Def::new(
+        "default.replication.factor",
+        ConfigType::Int,
+        "1",
+        Validator::Between(1, i16::MAX as i64),
+        "Default replication factor for automatically created topics.",
+        |c, v| c.default_replication_factor = i16::try_from(v.long()).unwrap_or(1),
+        |c| c.default_replication_factor.to_string(),
+    ),
+    Def::new(
+        "auto.create.topics.enable",
+        ConfigType::Boolean,
+        "true",
+        Validator::Any,
+        "Enable auto creation of topics on the server.",
+        |c, v| c.auto_create_topics_enable = v.boolean(),
+        |c| c.auto_create_topics_enable.to_string(),
+    ),
+    Def::new(
+        "socket.request.max.bytes",
+        ConfigType::Int,
+        "104857600",
+        Validator::AtLeast(1),
+        "The maximum number of bytes in a socket request.",
+        |c, v| c.socket_request_max_bytes = usize_of(v),
+        |c| c.socket_request_max_bytes.to_string(),
+    ),
+    Def::new(
+        "max.connections",
+        ConfigType::Int,
+        "1000",
+        Validator::AtLeast(1),
+        "Maximum connections to the broker.",
+        |c, v| c.max_connections = usize_of(v),
+        |c| c.max_connections.to_string(),
+    ),
+    Def::new(
+        "connections.max.idle.ms",
+        ConfigType::Long,
+        "600000",
+        Validator::AtLeast(1),
+        "Idle connections are closed after this long.",
+        |c, v| c.connections_max_idle_ms = u64::try_from(v.long()).unwrap_or(1),
+        |c| c.connections_max_idle_ms.to_string(),
+    ),
+    Def::new(
+        "strata.request.receive.timeout.ms",
+        ConfigType::Long,
+        "30000",
+        Validator::AtLeast(1),
+        "Strata only: a started request frame must arrive whole within this.",
+        |c, v| c.request_receive_timeout_ms = u64::try_from(v.long()).unwrap_or(1),
+        |c| c.request_receive_timeout_ms.to_string(),
+    ),
+    Def::new(
+        "max.connections.per.ip",
+        ConfigType::Int,
+        "2147483647",
+        Validator::AtLeast(0),
+        "Connections allowed from one address.",
+        |c, v| c.given.per_ip = v.int(),
+        |c| c.connection_limits.per_ip.to_string(),
+    ),
+    Def::new(
+        "max.connections.per.ip.overrides",
+        ConfigType::String,
+        "",
+        Validator::Any,
+        "Per-address connection limits, host:count,...",
+        |c, v| c.given.per_ip_overrides = v.string(),
+        |c| c.given.per_ip_overrides.clone(),
+    ),
+    Def::new(
+        "socket.listen.backlog.size",
+        ConfigType::Int,
+        "50",
+        Validator::AtLeast(1),
+        "Pending connections the listener queues.",
+        |c, v| c.socket_listen_backlog_size = u32::try_from(v.long()).unwrap_or(1),
+        |c| c.socket_listen_backlog_size.to_string(),
+    ),
+    Def::new(
+        "strata.max.partitions",
+        ConfigType::Int,
+        "100000",
+        Validator::AtLeast(1),
+        "Strata only: partitions the broker may hold in all.",
+        |c, v| c.max_partitions = usize_of(v),
+        |c| c.max_partitions.to_string(),
+    ),
+    Def::new(
+        "num.recovery.threads.per.data.dir",
+        ConfigType::Int,
+        "1",
+        Validator::AtLeast(1),
+        "Threads per data directory for log recovery at startup and flushing at shutdown.",
+        |c, v| c.num_recovery_threads_per_data_dir = usize_of(v),
+        |c| c.num_recovery_threads_per_data_dir.to_string(),
+    ),
+    Def::new(
+        "log.flush.offset.checkpoint.interval.ms",
+        ConfigType::Int,
+        "60000",
+        Validator::AtLeast(0),
+        "How often the recovery-point checkpoint is written.",
+        |c, v| c.log_flush_offset_checkpoint_interval_ms = v.long(),
+        |c| c.log_flush_offset_checkpoint_interval_ms.to_string(),
+    ),
+    Def::new(
+        "log.flush.start.offset.checkpoint.interval.ms",
+        ConfigType::Int,
+        "60000",
+        Validator::AtLeast(0),
+        "How often the log-start-offset checkpoint is written.",
+        |c, v| c.log_flush_start_offset_checkpoint_interval_ms = v.long(),
+        |c| c.log_flush_start_offset_checkpoint_interval_ms.to_string(),
+    ),
+    Def::new(
+        "cluster.id",
+        ConfigType::String,
+        "",
+        Validator::NonEmpty,
+        "Strata only: the cluster id (generated once when unset).",
+        |c, v| c.cluster_id = Some(v.string()),
+        |c| c.cluster_id.clone().unwrap_or_default(),
+    ),
+    Def::new(
+        "log.retention.check.interval.ms",
+        ConfigType::Long,
+        "300000",
+        Validator::AtLeast(1),
+        "How often the retention pass runs.",
+        |c, v| c.log_retention_check_interval_ms = v.long(),
+        |c| c.log_retention_check_interval_ms.to_string(),
+    ),
+];
+
+/// Kafka properties a KRaft `server.properties` carries that a single
+/// Strata node does not use; known, so not warned about.
+const IGNORED: &[&str] = &[
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+];
 
 impl Default for BrokerConfig {
     fn default() -> Self {
@@ -186,221 +452,135 @@ impl Default for BrokerConfig {
 }
 
 impl BrokerConfig {
-    /// Read `path` (if any), apply `overrides` (`key=value`, later wins), validate.
+    /// Read `path` (if any) with the one `.properties` reader, apply
+    /// `overrides` (`key=value`, later wins), parse and validate every
+    /// namespace. `strata serve`, `strata log doctor` and `strata tier fsck`
+    /// all start here.
     ///
     /// # Errors
     /// The file cannot be read or parsed, an override is malformed, or a value is invalid.
     pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<BrokerConfig, ConfigError> {
-        let mut props = match path {
-            Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
-                    path: p.to_path_buf(),
-                    source,
-                })?;
-                properties::parse(&text, p)?
-            }
-            None => BTreeMap::new(),
-        };
-        for pair in overrides {
-            let (k, v) = properties::parse_override(pair)?;
-            props.insert(k, v);
-        }
-        BrokerConfig::from_properties(props)
+        BrokerConfig::from_properties(properties::load(path, overrides)?)
+    }
+
+    /// The broker's own definition table.
+    pub fn definitions() -> &'static [ConfigDef<BrokerConfig>] {
+        TABLE
     }
 
     /// Build and validate a configuration from property names to values.
     ///
     /// # Errors
-    /// [`ConfigError::InvalidValue`] naming the first bad property.
+    /// [`ConfigError::Invalid`] naming the first bad property, its value and the rule.
     pub fn from_properties(props: BTreeMap<String, String>) -> Result<BrokerConfig, ConfigError> {
-        let p = Props(&props);
-        let listeners = p.str("listeners").unwrap_or(DEFAULT_LISTENERS);
-        let listener = single_listener("listeners", listeners)?;
-        let advertised_listener = match p.str("advertised.listeners") {
-            Some(v) => Some(single_listener("advertised.listeners", v)?),
-            None => None,
+        let log_config = LogConfig::from_broker_properties(&props)?;
+        let blank = BrokerConfig {
+            listener: Listener {
+                name: String::new(),
+                host: String::new(),
+                port: 0,
+            },
+            advertised_listener: None,
+            node_id: 1,
+            rack: None,
+            log_dirs: Vec::new(),
+            num_partitions: 0,
+            default_replication_factor: 0,
+            auto_create_topics_enable: false,
+            socket_request_max_bytes: 0,
+            max_connections: 0,
+            connections_max_idle_ms: 0,
+            request_receive_timeout_ms: 0,
+            connection_limits: ConnectionLimits::default(),
+            socket_listen_backlog_size: 0,
+            max_partitions: 0,
+            num_recovery_threads_per_data_dir: 0,
+            log_flush_offset_checkpoint_interval_ms: 0,
+            log_flush_start_offset_checkpoint_interval_ms: 0,
+            cluster_id: None,
+            cleaner: CleanerConfig::from_properties(
+                &props,
+                usize::try_from(log_config.max_message_bytes).unwrap_or(0),
+            )?,
+            group: GroupConfig::from_properties(&props)?,
+            tiered: TieredConfig::from_broker_properties(&BTreeMap::new(), Path::new(""))?,
+            log_config,
+            log_retention_check_interval_ms: 0,
+            properties: BTreeMap::new(),
+            given: Given::default(),
         };
-        let node_id = match (p.get::<i32>("node.id")?, p.get::<i32>("broker.id")?) {
+        let mut c = defaults(TABLE, blank);
+        apply(TABLE, &mut c, &props)?;
+        c.node_id = match (c.given.node_id, c.given.broker_id) {
             (Some(a), Some(b)) if a != b => {
-                return Err(ConfigError::Conflict {
-                    name: "node.id",
-                    value: a.to_string(),
-                    other: "broker.id",
-                    other_value: b.to_string(),
-                })
+                return Err(strata_log::ConfigError::InvalidValue {
+                    name: "broker.id",
+                    value: props.get("broker.id").cloned().unwrap_or_default(),
+                    rule: format!("must equal node.id ({a}) when both are set"),
+                }
+                .into())
             }
             (Some(a), _) | (None, Some(a)) => a,
             (None, None) => 1,
         };
-        if node_id < 0 {
-            return Err(p.invalid("node.id", "must be >= 0"));
-        }
-        let log_dirs_value = p
-            .str("log.dirs")
-            .or_else(|| p.str("log.dir"))
-            .unwrap_or(DEFAULT_LOG_DIR);
-        let log_dirs: Vec<PathBuf> = log_dirs_value
+        let (dirs_key, dirs_value) = match (&c.given.log_dirs, &c.given.log_dir) {
+            (Some(v), _) => ("log.dirs", v.clone()),
+            (None, Some(v)) => ("log.dir", v.clone()),
+            (None, None) => ("log.dirs", DEFAULT_LOG_DIR.to_string()),
+        };
+        c.log_dirs = dirs_value
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(PathBuf::from)
             .collect();
-        if log_dirs.is_empty() {
-            return Err(ConfigError::InvalidValue {
-                name: "log.dirs".into(),
-                value: log_dirs_value.into(),
-                reason: "no directory given",
-            });
-        }
-        let num_partitions = p.get_or("num.partitions", 1i32)?;
-        if num_partitions < 1 {
-            return Err(p.invalid("num.partitions", "must be >= 1"));
-        }
-        let default_replication_factor = p.get_or("default.replication.factor", 1i16)?;
-        if default_replication_factor < 1 {
-            return Err(p.invalid("default.replication.factor", "must be >= 1"));
-        }
-        let socket_request_max_bytes = p.get_or("socket.request.max.bytes", 104_857_600i32)?;
-        if socket_request_max_bytes < 1 {
-            return Err(p.invalid("socket.request.max.bytes", "must be >= 1"));
-        }
-        let max_connections = p.get_or("max.connections", 1000i32)?;
-        if max_connections < 1 {
-            return Err(p.invalid("max.connections", "must be >= 1"));
-        }
-        let idle_ms = p.get_or("connections.max.idle.ms", 600_000i64)?;
-        if idle_ms < 1 {
-            return Err(p.invalid("connections.max.idle.ms", "must be >= 1"));
-        }
-        let receive_ms = p.get_or("strata.request.receive.timeout.ms", 30_000i64)?;
-        if receive_ms < 1 {
-            return Err(p.invalid("strata.request.receive.timeout.ms", "must be >= 1"));
-        }
-        let connection_limits = ConnectionLimits::parse(&p)?;
-        let backlog = p.get_or("socket.listen.backlog.size", 50i32)?;
-        if backlog < 1 {
-            return Err(p.invalid("socket.listen.backlog.size", "must be >= 1"));
-        }
-        let max_partitions = p.get_or("strata.max.partitions", 100_000i32)?;
-        if max_partitions < 1 {
-            return Err(p.invalid("strata.max.partitions", "must be >= 1"));
-        }
-        let message_max_bytes = p.get_or("message.max.bytes", 1_048_588i32)?;
-        if message_max_bytes < 0 {
-            return Err(p.invalid("message.max.bytes", "must be >= 0"));
-        }
-        let recovery = p.get_or("num.recovery.threads.per.data.dir", 1i32)?;
-        if recovery < 1 {
-            return Err(p.invalid("num.recovery.threads.per.data.dir", "must be >= 1"));
-        }
-        let delete_delay = p.get_or("log.segment.delete.delay.ms", 60_000i64)?;
-        if delete_delay < 0 {
-            return Err(p.invalid("log.segment.delete.delay.ms", "must be >= 0"));
-        }
-        let offsets_partitions = p.get_or("offsets.topic.num.partitions", 50i32)?;
-        if offsets_partitions < 1 {
-            return Err(p.invalid("offsets.topic.num.partitions", "must be >= 1"));
-        }
-        let cluster_id = p.str("cluster.id").map(str::to_string);
-        if let Some(id) = &cluster_id {
-            if id.is_empty() {
-                return Err(p.invalid("cluster.id", "must not be empty"));
+        if c.log_dirs.is_empty() {
+            return Err(strata_log::ConfigError::InvalidValue {
+                name: dirs_key,
+                value: props.get(dirs_key).cloned().unwrap_or_default(),
+                rule: "no directory given".into(),
             }
+            .into());
         }
-        let log_config = LogConfig::from_broker_properties(&props)?;
-        let retention_check = p.get_or("log.retention.check.interval.ms", 300_000i64)?;
-        if retention_check < 1 {
-            return Err(p.invalid("log.retention.check.interval.ms", "must be >= 1"));
-        }
-        let cleaner = strata_log::cleaner::CleanerConfig::from_properties(&props)?;
-        let config = BrokerConfig {
-            listener,
-            advertised_listener,
-            node_id,
-            rack: p.str("broker.rack").map(str::to_string),
-            log_dirs,
-            num_partitions,
-            default_replication_factor,
-            auto_create_topics_enable: p.get_or("auto.create.topics.enable", true)?,
-            socket_request_max_bytes: socket_request_max_bytes as usize,
-            max_connections: max_connections as usize,
-            connections_max_idle_ms: idle_ms as u64,
-            request_receive_timeout_ms: receive_ms as u64,
-            connection_limits,
-            socket_listen_backlog_size: backlog as u32,
-            max_partitions: max_partitions as usize,
-            message_max_bytes,
-            num_recovery_threads_per_data_dir: recovery as usize,
-            log_segment_delete_delay_ms: delete_delay,
-            log_flush_offset_checkpoint_interval_ms: p
-                .get_or("log.flush.offset.checkpoint.interval.ms", 60_000i64)?,
-            log_flush_start_offset_checkpoint_interval_ms: p
-                .get_or("log.flush.start.offset.checkpoint.interval.ms", 60_000i64)?,
-            offsets_topic_num_partitions: offsets_partitions,
-            durable_append: p.get_or("strata.durable.append", false)?,
-            cluster_id,
-            log_config,
-            log_retention_check_interval_ms: retention_check,
-            cleaner,
-            properties: props.clone(),
-        };
+        c.connection_limits = ConnectionLimits::parse(&c.given, &props)?;
+        c.tiered = TieredConfig::from_broker_properties(&props, &c.log_dirs[0])?;
         for name in props.keys() {
             if !is_known(name) {
                 tracing::warn!(property = %name, "unknown broker configuration (kept, not used)");
             }
         }
-        Ok(config)
+        c.properties = props;
+        Ok(c)
+    }
+
+    /// `key=value` of every setting, resolved: the broker's table, the
+    /// topic-level defaults (by topic config name), the cleaner, the group
+    /// coordinator and the remote tier (what `strata serve --print-config` shows).
+    pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        let mut out = resolved(TABLE, self);
+        out.extend(self.log_config.resolved());
+        out.extend(self.cleaner.resolved());
+        out.extend(self.group.resolved());
+        out.extend(self.tiered.resolved());
+        out
     }
 }
 
-/// Broker properties parsed here (or known and deliberately unused).
-pub(crate) const BROKER_PROPERTIES: &[&str] = &[
-    "listeners",
-    "advertised.listeners",
-    "node.id",
-    "broker.id",
-    "broker.rack",
-    "log.dirs",
-    "log.dir",
-    "num.partitions",
-    "default.replication.factor",
-    "auto.create.topics.enable",
-    "socket.request.max.bytes",
-    "max.connections",
-    "connections.max.idle.ms",
-    "strata.request.receive.timeout.ms",
-    "strata.max.partitions",
-    "max.connections.per.ip",
-    "max.connections.per.ip.overrides",
-    "socket.listen.backlog.size",
-    "message.max.bytes",
-    "num.recovery.threads.per.data.dir",
-    "log.segment.delete.delay.ms",
-    "log.flush.offset.checkpoint.interval.ms",
-    "log.flush.start.offset.checkpoint.interval.ms",
-    "offsets.topic.num.partitions",
-    "strata.durable.append",
-    // Parsed with the log defaults (`LogConfig::from_broker_properties`),
-    // like `producer.id.expiration.ms`, so dynamic recomputation keeps it.
-    strata_log::config::MAX_DECOMPRESSED_BATCH_BYTES,
-    "producer.id.expiration.ms",
-    "cluster.id",
-    "process.roles",
-    "controller.quorum.voters",
-    "controller.listener.names",
-    "inter.broker.listener.name",
-    "listener.security.protocol.map",
-];
+/// Whether property `name` is a Kafka or Strata broker property, and a
+/// DescribeConfigs/AlterConfigs name that is not custom.
+pub(crate) fn is_broker_property(name: &str) -> bool {
+    TABLE.iter().any(|d| d.name == name) || IGNORED.contains(&name)
+}
 
-/// Names parsed here, plus anything `log.*`-like that LogConfig reads.
+/// Names some table parses, plus anything `log.*`-like.
 fn is_known(name: &str) -> bool {
-    BROKER_PROPERTIES.contains(&name)
+    is_broker_property(name)
         || name.starts_with("log.")
-        || crate::group::config::GroupConfig::is_known(name)
+        || GroupConfig::is_known(name)
         || strata_tiered::config::is_tiered_property(name)
-        || LogConfig::definitions()
-            .iter()
-            .any(|d| d.name == name || d.synonyms.iter().any(|(s, _)| *s == name))
+        || strata_log::config::defines(CleanerConfig::definitions(), name)
+        || strata_log::config::defines(LogConfig::definitions(), name)
+        || strata_log::config::defines(LogConfig::broker_only_definitions(), name)
 }
 
 /// Per-client-address connection limits (Kafka's `ConnectionQuotas`).
@@ -428,20 +608,23 @@ impl ConnectionLimits {
         self.overrides.get(&ip).copied().unwrap_or(self.per_ip)
     }
 
-    fn parse(p: &Props<'_>) -> Result<ConnectionLimits, ConfigError> {
+    fn parse(
+        given: &Given,
+        props: &BTreeMap<String, String>,
+    ) -> Result<ConnectionLimits, strata_log::ConfigError> {
         const OVERRIDES: &str = "max.connections.per.ip.overrides";
-        let per_ip = p.get_or("max.connections.per.ip", i32::MAX)?;
+        let per_ip = given.per_ip;
         let mut overrides = BTreeMap::new();
-        for entry in p.str(OVERRIDES).unwrap_or("").split(',') {
+        let bad = |reason: &str| strata_log::ConfigError::InvalidValue {
+            name: OVERRIDES,
+            value: props.get(OVERRIDES).cloned().unwrap_or_default(),
+            rule: reason.to_string(),
+        };
+        for entry in given.per_ip_overrides.split(',') {
             let entry = entry.trim();
             if entry.is_empty() {
                 continue;
             }
-            let bad = |reason| ConfigError::InvalidValue {
-                name: OVERRIDES.to_string(),
-                value: p.str(OVERRIDES).unwrap_or_default().to_string(),
-                reason,
-            };
             let (host, count) = entry
                 .rsplit_once(':')
                 .ok_or_else(|| bad("expected a comma-separated list of host:count"))?;
@@ -465,72 +648,85 @@ impl ConnectionLimits {
                 overrides.insert(ip, count as usize);
             }
         }
-        if per_ip < 0 {
-            return Err(p.invalid("max.connections.per.ip", "must be >= 0"));
-        }
         if per_ip == 0 && overrides.is_empty() {
-            return Err(p.invalid(
-                "max.connections.per.ip",
-                "may be 0 only when max.connections.per.ip.overrides is set",
-            ));
+            return Err(strata_log::ConfigError::InvalidValue {
+                name: "max.connections.per.ip",
+                value: props
+                    .get("max.connections.per.ip")
+                    .cloned()
+                    .unwrap_or_default(),
+                rule: "may be 0 only when max.connections.per.ip.overrides is set".into(),
+            });
         }
         Ok(ConnectionLimits {
-            per_ip: per_ip as usize,
+            per_ip: usize::try_from(per_ip).unwrap_or(0),
             overrides,
         })
     }
 }
 
-fn single_listener(prop: &str, value: &str) -> Result<Listener, ConfigError> {
+fn single_listener(value: &str) -> Result<Listener, &'static str> {
     let parts: Vec<&str> = value
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
     match parts.as_slice() {
-        [one] => Listener::parse(prop, one),
-        _ => Err(ConfigError::InvalidValue {
-            name: prop.to_string(),
-            value: value.to_string(),
-            reason: "exactly one PLAINTEXT listener is supported",
-        }),
-    }
-}
-
-/// Typed access to the raw property map; every error names the property.
-struct Props<'a>(&'a BTreeMap<String, String>);
-
-impl Props<'_> {
-    fn str(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(|s| s.trim())
-    }
-
-    fn invalid(&self, name: &str, reason: &'static str) -> ConfigError {
-        ConfigError::InvalidValue {
-            name: name.to_string(),
-            value: self.str(name).unwrap_or_default().to_string(),
-            reason,
-        }
-    }
-
-    fn get<T: FromStr>(&self, name: &str) -> Result<Option<T>, ConfigError> {
-        match self.str(name) {
-            None => Ok(None),
-            Some(v) => v
-                .parse::<T>()
-                .map(Some)
-                .map_err(|_| self.invalid(name, "not a valid value of the expected type")),
-        }
-    }
-
-    fn get_or<T: FromStr>(&self, name: &str, default: T) -> Result<T, ConfigError> {
-        Ok(self.get(name)?.unwrap_or(default))
+        [one] => Listener::parse(one),
+        _ => Err("exactly one PLAINTEXT listener is supported"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn err_name(err: &ConfigError) -> String {
+        match err {
+            ConfigError::Invalid(e) => e.name().to_string(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_default_is_valid_and_errors_name_key_value_and_rule() {
+        let c = BrokerConfig::default();
+        let shown: BTreeMap<_, _> = c.resolved().into_iter().collect();
+        for def in BrokerConfig::definitions() {
+            if !def.default.is_empty() {
+                assert_eq!(shown[def.name], def.default, "{}", def.name);
+            }
+        }
+        assert_eq!(shown["log.dirs"], DEFAULT_LOG_DIR);
+        assert_eq!(shown["retention.ms"], "604800000");
+        assert_eq!(shown["offsets.topic.num.partitions"], "50");
+        assert_eq!(shown["remote.log.storage.system.enable"], "false");
+        for (key, value, rule) in [
+            ("num.partitions", "zero", "not an int"),
+            ("num.partitions", "0", "must be at least 1"),
+            ("log.retention.ms", "abc", "not a long"),
+            (
+                "auto.create.topics.enable",
+                "yes",
+                "not a boolean (true or false)",
+            ),
+            ("offsets.topic.num.partitions", "0", "must be at least 1"),
+            ("remote.log.reader.threads", "0", "must be at least 1"),
+            ("log.cleaner.threads", "-1", "must be at least 0"),
+            (
+                "listeners",
+                "SSL://h:1",
+                "only PLAINTEXT listeners are supported",
+            ),
+            ("cluster.id", "", "must not be empty"),
+        ] {
+            let err = BrokerConfig::from_properties(props(&[(key, value)])).unwrap_err();
+            assert_eq!(
+                strata_log::ErrorChain(&err).to_string(),
+                format!("invalid value {value:?} for {key}: {rule}")
+            );
+        }
+    }
 
     fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -550,9 +746,9 @@ mod tests {
         assert!(c.auto_create_topics_enable);
         assert_eq!(c.socket_request_max_bytes, 104_857_600);
         assert_eq!(c.max_connections, 1000);
-        assert_eq!(c.message_max_bytes, 1_048_588);
-        assert_eq!(c.offsets_topic_num_partitions, 50);
-        assert!(!c.durable_append);
+        assert_eq!(c.log_config.max_message_bytes, 1_048_588);
+        assert_eq!(c.group.offsets_topic_num_partitions, 50);
+        assert!(!c.log_config.durable_append);
         assert_eq!(c.log_config, LogConfig::default());
         assert_eq!(c.connections_max_idle_ms, 600_000);
         assert_eq!(c.request_receive_timeout_ms, 30_000);
@@ -589,10 +785,7 @@ mod tests {
             ("socket.listen.backlog.size", "0"),
         ] {
             let err = BrokerConfig::from_properties(props(&[(key, value)])).unwrap_err();
-            assert!(
-                matches!(err, ConfigError::InvalidValue { ref name, .. } if name == key),
-                "{key}={value}: {err}"
-            );
+            assert!(err_name(&err) == *key, "{key}={value}: {err}");
         }
         // 0 per ip is allowed when overrides let some addresses in (Kafka's rule).
         let c = BrokerConfig::from_properties(props(&[
@@ -626,7 +819,7 @@ mod tests {
         assert_eq!(c.log_dirs, vec![PathBuf::from("/b"), PathBuf::from("/c")]);
         assert_eq!(c.num_partitions, 3);
         assert!(!c.auto_create_topics_enable);
-        assert!(c.durable_append);
+        assert!(c.log_config.durable_append);
         assert_eq!(c.rack.as_deref(), Some("r1"));
     }
 
@@ -643,12 +836,10 @@ mod tests {
         assert_eq!(c.cleaner.threads, 2);
         let err = BrokerConfig::from_properties(props(&[("log.retention.check.interval.ms", "0")]))
             .unwrap_err();
-        assert!(
-            matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "log.retention.check.interval.ms")
-        );
+        assert!(err_name(&err) == "log.retention.check.interval.ms");
         let err =
             BrokerConfig::from_properties(props(&[("log.cleaner.threads", "many")])).unwrap_err();
-        assert!(matches!(err, ConfigError::Cleaner(ref e) if e.name == "log.cleaner.threads"));
+        assert_eq!(err_name(&err), "log.cleaner.threads");
     }
 
     #[test]
@@ -666,11 +857,13 @@ mod tests {
                 ("log.cleaner.dedupe.buffer.size", size),
             ]))
             .unwrap_err();
-            let ConfigError::Cleaner(e) = &err else {
+            let ConfigError::Invalid(strata_log::ConfigError::InvalidValue { name, value, .. }) =
+                &err
+            else {
                 panic!("unexpected {err:?}");
             };
-            assert_eq!(e.name, "log.cleaner.dedupe.buffer.size");
-            assert_eq!(e.value, size);
+            assert_eq!(*name, "log.cleaner.dedupe.buffer.size");
+            assert_eq!(value, size);
             let text = strata_log::ErrorChain(&err).to_string();
             assert!(text.contains("log.cleaner.dedupe.buffer.size"), "{text}");
             assert!(text.contains(size), "{text}");
@@ -704,11 +897,7 @@ mod tests {
                 bad,
             )]))
             .unwrap_err();
-            let named = match &err {
-                ConfigError::Log(strata_log::ConfigError::InvalidValue { name, .. })
-                | ConfigError::Log(strata_log::ConfigError::OutOfRange { name, .. }) => *name,
-                other => panic!("{bad}: unexpected {other:?}"),
-            };
+            let named = err_name(&err);
             assert_eq!(named, "strata.max.decompressed.batch.bytes", "{bad}");
         }
     }
@@ -717,21 +906,22 @@ mod tests {
     fn errors_name_property_and_value() {
         let err = BrokerConfig::from_properties(props(&[("num.partitions", "zero")])).unwrap_err();
         match err {
-            ConfigError::InvalidValue { name, value, .. } => {
+            ConfigError::Invalid(strata_log::ConfigError::InvalidValue { name, value, .. }) => {
                 assert_eq!(name, "num.partitions");
                 assert_eq!(value, "zero");
             }
             other => panic!("unexpected {other:?}"),
         }
         let err = BrokerConfig::from_properties(props(&[("listeners", "SSL://h:1")])).unwrap_err();
-        assert!(matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "listeners"));
+        assert_eq!(err_name(&err), "listeners");
         let err = BrokerConfig::from_properties(props(&[("node.id", "1"), ("broker.id", "2")]))
             .unwrap_err();
-        assert!(matches!(err, ConfigError::Conflict { .. }));
-        let err = BrokerConfig::from_properties(props(&[("max.connections", "0")])).unwrap_err();
-        assert!(
-            matches!(err, ConfigError::InvalidValue { ref name, .. } if name == "max.connections")
+        assert_eq!(
+            err.to_string(),
+            r#"invalid value "2" for broker.id: must equal node.id (1) when both are set"#
         );
+        let err = BrokerConfig::from_properties(props(&[("max.connections", "0")])).unwrap_err();
+        assert!(err_name(&err) == "max.connections");
     }
 
     #[test]
@@ -744,7 +934,7 @@ mod tests {
         assert_eq!(c.log_dirs, vec![PathBuf::from("/from-file")]);
         assert!(matches!(
             BrokerConfig::load(Some(&dir.path().join("missing")), &[]),
-            Err(ConfigError::Read { .. })
+            Err(ConfigError::Properties(PropertiesError::Read { .. }))
         ));
     }
 }

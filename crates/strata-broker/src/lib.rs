@@ -7,8 +7,8 @@
 //!
 //! # Layout
 //!
-//! - [`config`](BrokerConfig): `server.properties` names and defaults, one pass.
-//! - `properties`: the `.properties` file syntax.
+//! - [`config`](BrokerConfig): the broker's definition table; loads `server.properties`
+//!   (with strata-log's one `.properties` reader) through every namespace's table, once.
 //! - `server`: listener, connection limit, startup, graceful shutdown, [`serve_main`].
 //! - `connection`: frames in, responses out in order; zero-copy writer; idle
 //!   and frame-arrival deadlines.
@@ -42,7 +42,6 @@ mod errors;
 mod group;
 mod offline;
 mod placement;
-mod properties;
 mod protocol_log;
 mod reconcile;
 mod server;
@@ -56,6 +55,7 @@ pub use config::{
 pub use dispatch::{decode_request, DispatchError};
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
 pub use error::BrokerError;
+pub use group::config::GroupConfig;
 #[doc(hidden)]
 pub use group::records::fuzz_round_trip as fuzz_consumer_offsets_record;
 pub use server::{serve_main, start, start_with_clock, start_with_fs, BrokerHandle};

@@ -7,7 +7,6 @@
 //! which flushes, checkpoints and writes the clean-shutdown markers).
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -235,7 +234,7 @@ fn open_storage(
         flush_offset_checkpoint_interval_ms: config.log_flush_offset_checkpoint_interval_ms,
         flush_start_offset_checkpoint_interval_ms: config
             .log_flush_start_offset_checkpoint_interval_ms,
-        file_delete_delay_ms: config.log_segment_delete_delay_ms,
+        file_delete_delay_ms: config.log_config.file_delete_delay_ms,
         fs,
     };
     let (filter, refused) = reconcile::topic_id_filter(store.clone());
@@ -328,14 +327,13 @@ async fn accept_loop(
     }
 }
 
-/// Entry point of `strata serve`: parse `server.properties` (if given) and
-/// `--override key=value` pairs, start the broker, run until SIGINT/SIGTERM,
+/// Entry point of `strata serve`, given the configuration loaded by
+/// [`BrokerConfig::load`]: start the broker, run until SIGINT/SIGTERM,
 /// shut down cleanly (logs closed, clean-shutdown marker written).
 ///
 /// # Errors
-/// Invalid configuration, startup failure, or an unclean shutdown.
-pub fn serve_main(config_path: Option<&Path>, overrides: &[String]) -> Result<(), BrokerError> {
-    let config = BrokerConfig::load(config_path, overrides)?;
+/// Startup failure or an unclean shutdown.
+pub fn serve_main(config: BrokerConfig) -> Result<(), BrokerError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("strata-net")

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use strata_log::{Log, LogConfig, LogError, Offset, SharedClock, Timestamp};
-use strata_tiered::{RemoteLogManager, TieredConfig, TieredError};
+use strata_tiered::{RemoteLogManager, TieredError};
 
 use crate::broker::Broker;
 use crate::error::BrokerError;
@@ -31,16 +31,13 @@ const UNKNOWN_SERVER_ERROR: i16 = -1;
 const KAFKA_STORAGE_ERROR: i16 = 56;
 const EARLIEST: i64 = -2;
 const LATEST_TIERED: i64 = -5;
-const METADATA_TOPIC_RETENTION_MS: &str = "rlmm.config.remote.log.metadata.topic.retention.ms";
 
 /// Start the remote tier if the broker enables it.
 ///
 /// # Errors
 /// Invalid tiered-storage settings, or the metadata cannot be rebuilt.
 pub(crate) async fn start(broker: &Arc<Broker>, clock: SharedClock) -> Result<(), BrokerError> {
-    let first_dir = broker.config.log_dirs.first().cloned().unwrap_or_default();
-    let config = TieredConfig::from_broker_properties(&broker.config.properties, &first_dir)
-        .map_err(strata_tiered::StartError::Config)?;
+    let config = broker.config.tiered.clone();
     if !config.enabled {
         return refuse_tiered_topics(broker);
     }
@@ -91,11 +88,7 @@ fn ensure_metadata_topic(broker: &Broker, partitions: i32) -> Result<(), BrokerE
     let info = match broker.topics.get(name) {
         Some(info) => info,
         None => {
-            let retention = broker
-                .config
-                .properties
-                .get(METADATA_TOPIC_RETENTION_MS)
-                .map_or_else(|| "-1".to_string(), |v| v.trim().to_string());
+            let retention = broker.config.tiered.metadata_topic_retention_ms.to_string();
             let configs = [
                 ("retention.ms".to_string(), retention),
                 ("cleanup.policy".to_string(), "delete".to_string()),
@@ -259,11 +252,7 @@ pub(crate) fn validate_topic(
     new: &LogConfig,
     old: Option<&LogConfig>,
 ) -> Result<(), ApiError> {
-    let enabled = b
-        .config
-        .properties
-        .get(strata_tiered::config::SYSTEM_ENABLE)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let enabled = b.config.tiered.enabled;
     strata_tiered::validate_topic_config(enabled, new, old).map_err(|e| {
         ApiError::InvalidConfigOther {
             reason: e.to_string(),

@@ -21,7 +21,9 @@
 //! - [`metadata`]: `partition.metadata`, `meta.properties`, `.kafka_cleanshutdown`.
 //! - [`index`]: the memory-mapped `.index` and `.timeindex` files and the `.txnindex`.
 //! - [`clock`]: injected wall and monotonic time ([`MockClock`] for tests).
-//! - [`config`]: topic-level configuration with Kafka's names and defaults.
+//! - [`config`]: the configuration layer of every crate: `config::properties`
+//!   (the one Java `.properties` reader), the [`ConfigDef`] table mechanism,
+//!   and [`LogConfig`], the topic-level table with Kafka's names and defaults.
 //! - [`error`]: [`LogError`], the error of every log and manager operation.
 //! - [`segment`]: one `.log` with its lazy indexes (Kafka `LogSegment`).
 //! - [`log`]: one partition: append, read, roll, flush, truncate ([`Log`]).

@@ -348,7 +348,7 @@ pub fn meta_properties_path(log_dir: &Path) -> PathBuf {
 /// I/O errors.
 pub fn read_properties_file(path: &Path) -> Result<BTreeMap<String, String>, MetadataError> {
     let bytes = fs::read(path).map_err(io_err(path))?;
-    Ok(properties::parse(&bytes))
+    properties::parse(&bytes, path)
 }
 
 /// `SystemTime` as milliseconds since the Unix epoch.

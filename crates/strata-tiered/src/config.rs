@@ -10,6 +10,10 @@ use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::ObjectStore;
 
+use strata_log::config::{
+    apply, defaults, resolved, ConfigDef, ConfigError, ConfigType, Validator, Value,
+};
+
 use crate::bridge::Bridge;
 use crate::error::TieredConfigError;
 use crate::rsm::ObjectStoreRsm;
@@ -25,11 +29,11 @@ pub const LOCAL_ROOT: &str = "kafka-tiered-storage";
 /// Default local remote tier, beside the first log dir.
 pub const DEFAULT_LOCAL_DIR: &str = "remote-tier";
 
-/// Whether a broker property belongs to the remote tier (read by
-/// [`TieredConfig::from_broker_properties`], not by the broker's own config),
-/// so the broker does not warn about it as unknown.
+/// Whether a broker property belongs to the remote tier (a row of its
+/// table, or a plug-in setting under `rsm.config.` / `rlmm.config.`), so the
+/// broker does not warn about it as unknown.
 pub fn is_tiered_property(name: &str) -> bool {
-    name == STORAGE_URI
+    TABLE.iter().any(|d| d.name == name)
         || name.starts_with("remote.log.")
         || name.starts_with("rlmm.config.")
         || name.starts_with(RSM_PREFIX)
@@ -75,8 +79,15 @@ impl std::fmt::Debug for S3Settings {
 /// Every broker-level tiered-storage setting, typed and defaulted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TieredConfig {
+    /// `remote.log.storage.system.enable`.
     pub enabled: bool,
+    /// From `strata.remote.storage.uri` (default: a local directory beside
+    /// the first log dir).
     pub location: StorageLocation,
+    /// `strata.remote.storage.uri` as given (empty when unset).
+    pub storage_uri: String,
+    /// `remote.log.manager.thread.pool.size`: the pools' size when theirs is -1.
+    pub thread_pool_size: usize,
     pub copier_threads: usize,
     pub expiration_threads: usize,
     pub task_interval_ms: i64,
@@ -84,135 +95,220 @@ pub struct TieredConfig {
     pub reader_max_pending_tasks: usize,
     pub index_cache_total_bytes: u64,
     pub custom_metadata_max_bytes: usize,
+    /// `rlmm.config.remote.log.metadata.topic.num.partitions`.
     pub metadata_partitions: i32,
+    /// `rlmm.config.remote.log.metadata.topic.retention.ms` (-1: never
+    /// expire), the `retention.ms` the metadata topic is created with.
+    pub metadata_topic_retention_ms: i64,
 }
 
-fn parse_i64(
-    props: &BTreeMap<String, String>,
-    name: &'static str,
-    default: i64,
-) -> Result<i64, TieredConfigError> {
-    match props.get(name) {
-        None => Ok(default),
-        Some(v) => v.trim().parse().map_err(|_| TieredConfigError::Invalid {
-            name,
-            value: v.clone(),
-            reason: "not an integer",
-        }),
+fn usize_of(v: &Value) -> usize {
+    usize::try_from(v.long()).unwrap_or(0)
+}
+
+/// −1 (use `remote.log.manager.thread.pool.size`) or a size of at least 1;
+/// −1 is kept as 0 until [`TieredConfig::from_broker_properties`] resolves it.
+fn pool_rule(v: &Value) -> Result<(), String> {
+    match v.long() {
+        -1 => Ok(()),
+        n if n >= 1 => Ok(()),
+        _ => Err("must be -1 or at least 1".into()),
     }
 }
 
-fn parse_at_least(
-    props: &BTreeMap<String, String>,
-    name: &'static str,
-    default: i64,
-    min: i64,
-) -> Result<i64, TieredConfigError> {
-    let v = parse_i64(props, name, default)?;
-    if v < min {
-        return Err(TieredConfigError::Invalid {
-            name,
-            value: v.to_string(),
-            reason: "below the minimum",
-        });
+fn uri_rule(v: &Value) -> Result<(), String> {
+    let uri = v.string();
+    if uri.is_empty() || parse_uri(&uri, &BTreeMap::new()).is_ok() {
+        Ok(())
+    } else {
+        Err("expected file:///dir or s3://bucket/prefix".into())
     }
-    Ok(v)
 }
 
-/// A pool size that may be −1 = "use `remote.log.manager.thread.pool.size`".
-fn pool_size(
-    props: &BTreeMap<String, String>,
-    name: &'static str,
-    fallback: i64,
-) -> Result<usize, TieredConfigError> {
-    let v = parse_i64(props, name, -1)?;
-    match v {
-        -1 => Ok(fallback as usize),
-        v if v >= 1 => Ok(v as usize),
-        v => Err(TieredConfigError::Invalid {
-            name,
-            value: v.to_string(),
-            reason: "must be -1 or at least 1",
-        }),
+fn render_location(c: &TieredConfig) -> String {
+    match &c.location {
+        StorageLocation::Local { dir } => format!("file://{}", dir.display()),
+        StorageLocation::S3 { bucket, prefix, .. } => format!("s3://{bucket}/{prefix}"),
     }
 }
+
+type Def = ConfigDef<TieredConfig>;
+
+/// The remote tier's table (Kafka `RemoteLogManagerConfig`, plus Strata's URI).
+static TABLE: &[Def] = &[
+    Def::new(
+        SYSTEM_ENABLE,
+        ConfigType::Boolean,
+        "false",
+        Validator::Any,
+        "Enable tiered storage on this broker.",
+        |c, v| c.enabled = v.boolean(),
+        |c| c.enabled.to_string(),
+    ),
+    Def::new(
+        STORAGE_URI,
+        ConfigType::String,
+        "",
+        Validator::Custom(uri_rule),
+        "Strata only: file:///dir or s3://bucket/prefix (default: remote-tier beside the first log dir).",
+        |c, v| c.storage_uri = v.string(),
+        render_location,
+    ),
+    Def::new(
+        "remote.log.manager.thread.pool.size",
+        ConfigType::Int,
+        "10",
+        Validator::AtLeast(1),
+        "Threads of the copier and expiration pools when theirs is -1.",
+        |c, v| c.thread_pool_size = usize_of(v),
+        |c| c.thread_pool_size.to_string(),
+    ),
+    Def::new(
+        "remote.log.manager.copier.thread.pool.size",
+        ConfigType::Int,
+        "-1",
+        Validator::Custom(pool_rule),
+        "Threads copying segments to the remote tier (-1: the manager pool size).",
+        |c, v| c.copier_threads = usize_of(v),
+        |c| c.copier_threads.to_string(),
+    ),
+    Def::new(
+        "remote.log.manager.expiration.thread.pool.size",
+        ConfigType::Int,
+        "-1",
+        Validator::Custom(pool_rule),
+        "Threads expiring remote segments (-1: the manager pool size).",
+        |c, v| c.expiration_threads = usize_of(v),
+        |c| c.expiration_threads.to_string(),
+    ),
+    Def::new(
+        "remote.log.manager.task.interval.ms",
+        ConfigType::Long,
+        "30000",
+        Validator::AtLeast(1),
+        "Interval of the copy and expiration tasks.",
+        |c, v| c.task_interval_ms = v.long(),
+        |c| c.task_interval_ms.to_string(),
+    ),
+    Def::new(
+        "remote.log.reader.threads",
+        ConfigType::Int,
+        "10",
+        Validator::AtLeast(1),
+        "Threads serving remote reads.",
+        |c, v| c.reader_threads = usize_of(v),
+        |c| c.reader_threads.to_string(),
+    ),
+    Def::new(
+        "remote.log.reader.max.pending.tasks",
+        ConfigType::Int,
+        "100",
+        Validator::AtLeast(1),
+        "Remote reads queued at most.",
+        |c, v| c.reader_max_pending_tasks = usize_of(v),
+        |c| c.reader_max_pending_tasks.to_string(),
+    ),
+    Def::new(
+        "remote.log.index.file.cache.total.size.bytes",
+        ConfigType::Long,
+        "1073741824",
+        Validator::AtLeast(1),
+        "Disk kept for cached remote indexes.",
+        |c, v| c.index_cache_total_bytes = u64::try_from(v.long()).unwrap_or(0),
+        |c| c.index_cache_total_bytes.to_string(),
+    ),
+    Def::new(
+        "remote.log.metadata.custom.metadata.max.bytes",
+        ConfigType::Int,
+        "128",
+        Validator::AtLeast(0),
+        "Largest custom metadata a storage plug-in may return.",
+        |c, v| c.custom_metadata_max_bytes = usize_of(v),
+        |c| c.custom_metadata_max_bytes.to_string(),
+    ),
+    Def::new(
+        "rlmm.config.remote.log.metadata.topic.num.partitions",
+        ConfigType::Int,
+        "50",
+        Validator::AtLeast(1),
+        "Partitions of __remote_log_metadata.",
+        |c, v| c.metadata_partitions = v.int(),
+        |c| c.metadata_partitions.to_string(),
+    ),
+    Def::new(
+        "rlmm.config.remote.log.metadata.topic.retention.ms",
+        ConfigType::Long,
+        "-1",
+        Validator::AtLeast(-1),
+        "retention.ms of __remote_log_metadata when it is created.",
+        |c, v| c.metadata_topic_retention_ms = v.long(),
+        |c| c.metadata_topic_retention_ms.to_string(),
+    ),
+];
 
 impl TieredConfig {
+    /// The remote tier's definition table.
+    pub fn definitions() -> &'static [ConfigDef<TieredConfig>] {
+        TABLE
+    }
+
+    /// Every row's resolved value (for `--print-config`).
+    pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        resolved(TABLE, self)
+    }
+
     /// Parse from broker properties; `first_log_dir` anchors the default
     /// local remote tier (`<parent of first log dir>/remote-tier`).
     ///
     /// # Errors
-    /// The first invalid setting.
+    /// The first invalid setting, naming key, value and rule.
     pub fn from_broker_properties(
         props: &BTreeMap<String, String>,
         first_log_dir: &Path,
-    ) -> Result<TieredConfig, TieredConfigError> {
-        let enabled = match props
-            .get(SYSTEM_ENABLE)
-            .map(|v| v.trim().to_ascii_lowercase())
-        {
-            None => false,
-            Some(v) if v == "true" => true,
-            Some(v) if v == "false" => false,
-            Some(v) => {
-                return Err(TieredConfigError::Invalid {
-                    name: SYSTEM_ENABLE,
-                    value: v,
-                    reason: "not a boolean",
-                })
-            }
+    ) -> Result<TieredConfig, ConfigError> {
+        let blank = TieredConfig {
+            enabled: false,
+            location: TieredConfig::default_location(first_log_dir),
+            storage_uri: String::new(),
+            thread_pool_size: 0,
+            copier_threads: 0,
+            expiration_threads: 0,
+            task_interval_ms: 0,
+            reader_threads: 0,
+            reader_max_pending_tasks: 0,
+            index_cache_total_bytes: 0,
+            custom_metadata_max_bytes: 0,
+            metadata_partitions: 0,
+            metadata_topic_retention_ms: 0,
         };
-        let location = match props.get(STORAGE_URI) {
-            Some(uri) => parse_uri(uri, props)?,
-            None => StorageLocation::Local {
-                dir: first_log_dir
-                    .parent()
-                    .unwrap_or(first_log_dir)
-                    .join(DEFAULT_LOCAL_DIR),
-            },
-        };
-        let pool = parse_at_least(props, "remote.log.manager.thread.pool.size", 10, 1)?;
-        Ok(TieredConfig {
-            enabled,
-            location,
-            copier_threads: pool_size(props, "remote.log.manager.copier.thread.pool.size", pool)?,
-            expiration_threads: pool_size(
-                props,
-                "remote.log.manager.expiration.thread.pool.size",
-                pool,
-            )?,
-            task_interval_ms: parse_at_least(
-                props,
-                "remote.log.manager.task.interval.ms",
-                30_000,
-                1,
-            )?,
-            reader_threads: parse_at_least(props, "remote.log.reader.threads", 10, 1)? as usize,
-            reader_max_pending_tasks: parse_at_least(
-                props,
-                "remote.log.reader.max.pending.tasks",
-                100,
-                1,
-            )? as usize,
-            index_cache_total_bytes: parse_at_least(
-                props,
-                "remote.log.index.file.cache.total.size.bytes",
-                1 << 30,
-                1,
-            )? as u64,
-            custom_metadata_max_bytes: parse_at_least(
-                props,
-                "remote.log.metadata.custom.metadata.max.bytes",
-                128,
-                0,
-            )? as usize,
-            metadata_partitions: parse_at_least(
-                props,
-                "rlmm.config.remote.log.metadata.topic.num.partitions",
-                50,
-                1,
-            )? as i32,
-        })
+        let mut c = defaults(TABLE, blank);
+        apply(TABLE, &mut c, props)?;
+        if c.copier_threads == 0 {
+            c.copier_threads = c.thread_pool_size;
+        }
+        if c.expiration_threads == 0 {
+            c.expiration_threads = c.thread_pool_size;
+        }
+        if !c.storage_uri.is_empty() {
+            c.location =
+                parse_uri(&c.storage_uri, props).map_err(|_| ConfigError::InvalidValue {
+                    name: STORAGE_URI,
+                    value: c.storage_uri.clone(),
+                    rule: "expected file:///dir or s3://bucket/prefix".into(),
+                })?;
+        }
+        Ok(c)
+    }
+
+    /// Where the remote tier lives when `strata.remote.storage.uri` is unset:
+    /// `<parent of the first log dir>/remote-tier`.
+    pub fn default_location(first_log_dir: &Path) -> StorageLocation {
+        StorageLocation::Local {
+            dir: first_log_dir
+                .parent()
+                .unwrap_or(first_log_dir)
+                .join(DEFAULT_LOCAL_DIR),
+        }
     }
 
     /// Build the storage plug-in for this location.
@@ -382,13 +478,28 @@ mod tests {
             Path::new("/d/l"),
         )
         .unwrap_err();
-        assert!(matches!(
-            err,
-            TieredConfigError::Invalid {
-                name: "remote.log.manager.expiration.thread.pool.size",
-                ..
-            }
-        ));
+        assert_eq!(
+            err.to_string(),
+            r#"invalid value "0" for remote.log.manager.expiration.thread.pool.size: must be -1 or at least 1"#
+        );
+        let err = TieredConfig::from_broker_properties(
+            &props(&[(STORAGE_URI, "gs://b")]),
+            Path::new("/d/l"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid value "gs://b" for strata.remote.storage.uri: expected file:///dir or s3://bucket/prefix"#
+        );
+        let err = TieredConfig::from_broker_properties(
+            &props(&[(SYSTEM_ENABLE, "yes")]),
+            Path::new("/d/l"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid value "yes" for remote.log.storage.system.enable: not a boolean (true or false)"#
+        );
     }
 
     #[test]

@@ -107,12 +107,8 @@ pub enum SerdeError {
 /// An invalid tiered-storage setting.
 #[derive(Debug, thiserror::Error)]
 pub enum TieredConfigError {
-    #[error("{name}={value}: {reason}")]
-    Invalid {
-        name: &'static str,
-        value: String,
-        reason: &'static str,
-    },
+    #[error(transparent)]
+    Invalid(#[from] strata_log::ConfigError),
     #[error("unsupported remote storage URI {uri} (expected file:///dir or s3://bucket/prefix)")]
     Uri { uri: String },
     #[error("creating local remote-storage directory {path}")]

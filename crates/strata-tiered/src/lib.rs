@@ -17,7 +17,7 @@
 //!   `LocalTieredStorage` object layout.
 //! - [`rlmm`]: the metadata plug-in seam [`RemoteLogMetadataManager`], the
 //!   in-memory catalogue, and the `__remote_log_metadata` record format.
-//! - [`config`]: broker settings and the back-end choice from
+//! - [`config`]: the remote tier's settings table and the back-end choice from
 //!   `strata.remote.storage.uri`.
 //! - [`bridge`]: the one crossing from synchronous callers to the async
 //!   object store.
@@ -27,12 +27,12 @@
 //! - [`read`]: remote fetch and ListOffsets lookups.
 //! - [`index_cache`]: remote offset/time indexes cached on local disk.
 //! - [`validate`]: tiered-storage topic-config rules (Kafka's messages).
-//! - [`fsck`] and [`cli`]: `strata tier fsck`, the catalogue against the bucket.
+//! - [`fsck`]: the catalogue against the bucket (the library of `strata tier
+//!   fsck`, whose command line lives in the `strata` binary).
 //! - [`metrics`]: Kafka-named tiered-storage counters.
 //! - [`error`]: error enums.
 
 pub mod bridge;
-pub mod cli;
 pub mod config;
 pub mod error;
 pub mod fsck;

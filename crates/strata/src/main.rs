@@ -9,9 +9,12 @@
 //! - `strata log doctor`: [`doctor`], explains a partition (retention,
 //!   compaction, restart cost, rolls, indexes, damage).
 //! - `strata log compact --dry-run`: [`compact`], what compaction would reclaim.
-//! - `strata tier fsck`: `strata_tiered::cli`, the remote catalogue against
-//!   the bucket.
+//! - `strata tier fsck`: [`tier`], the remote-tier catalogue against the bucket.
 //! - [`read`]: the read-only file readers `dump` and `verify` share.
+//! - [`ConfigArgs`]: `--config`/`--override`/`--print-config`, shared by
+//!   `serve`, `log doctor` and `tier fsck`, so that all three load a
+//!   `server.properties` through the same reader, tables and validation
+//!   (`strata_broker::BrokerConfig::load`) and fail with the same message.
 //!
 //! `§N` in comments is a section of `docs/kafka-behaviour.md`.
 //!
@@ -22,10 +25,13 @@ mod compact;
 mod doctor;
 mod dump;
 mod read;
+mod tier;
 mod verify;
 
 use std::path::PathBuf;
+
 use std::process::ExitCode;
+use strata_broker::BrokerConfig;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -56,17 +62,75 @@ enum Command {
     Log(LogCommand),
     /// Tiered storage (KIP-405) tools: `fsck` reconciles metadata with the bucket.
     #[command(subcommand)]
-    Tier(strata_tiered::cli::TierCommand),
+    Tier(tier::TierCommand),
 }
 
 #[derive(Args, Debug)]
 struct ServeArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+/// How a command gets the broker's configuration: the same for `serve`,
+/// `log doctor` and `tier fsck`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ConfigArgs {
     /// A server.properties file with Kafka's property names.
     #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    pub config: Option<PathBuf>,
     /// Override one property, `key=value`; may be repeated.
     #[arg(long = "override", value_name = "KEY=VALUE")]
-    overrides: Vec<String>,
+    pub overrides: Vec<String>,
+    /// Print the resolved `key=value` of every setting this command uses, then exit.
+    #[arg(long)]
+    pub print_config: bool,
+}
+
+impl ConfigArgs {
+    /// Load and validate the configuration as `strata serve` does.
+    /// `Err` carries the exit code when the command must stop here: after
+    /// `--print-config` (0, having printed `settings(config)`), or on a bad
+    /// configuration (2, with `strata <command>: <error>` on stderr).
+    pub fn load(
+        &self,
+        command: &str,
+        settings: fn(&BrokerConfig) -> Vec<(&'static str, String)>,
+    ) -> Result<BrokerConfig, u8> {
+        let config = BrokerConfig::load(self.config.as_deref(), &self.overrides).map_err(|e| {
+            eprintln!("strata {command}: {}", strata_log::ErrorChain(&e));
+            EXIT_USAGE_OR_IO
+        })?;
+        if self.print_config {
+            for (key, value) in settings(&config) {
+                println!("{key}={value}");
+            }
+            return Err(EXIT_OK);
+        }
+        Ok(config)
+    }
+}
+
+/// The broker-table rows `keys` of `config`, resolved, in `keys` order.
+pub fn pick(config: &BrokerConfig, keys: &[&str]) -> Vec<(&'static str, String)> {
+    let all = config.resolved();
+    keys.iter()
+        .filter_map(|k| all.iter().find(|(name, _)| name == k).cloned())
+        .collect()
+}
+
+/// The settings `strata log doctor` uses, as `--print-config` shows them.
+fn doctor_settings(config: &BrokerConfig) -> Vec<(&'static str, String)> {
+    let mut out = pick(
+        config,
+        &[
+            "log.dirs",
+            "log.retention.check.interval.ms",
+            "num.recovery.threads.per.data.dir",
+            "log.cleaner.threads",
+        ],
+    );
+    out.extend(config.log_config.resolved());
+    out
 }
 
 #[derive(Subcommand, Debug)]
@@ -98,30 +162,28 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(&args),
         Command::Log(LogCommand::Dump(args)) => dump::run(&args),
         Command::Log(LogCommand::Verify(args)) => verify::run(&args),
-        Command::Log(LogCommand::Doctor(args)) => doctor::run(&args),
+        Command::Log(LogCommand::Doctor(args)) => {
+            match args.config.load("log doctor", doctor_settings) {
+                Ok(config) => doctor::run(&args, &config),
+                Err(code) => code,
+            }
+        }
         Command::Log(LogCommand::Compact(args)) => compact::run(&args),
-        Command::Tier(cmd) => strata_tiered::cli::run(&cmd),
+        Command::Tier(cmd) => tier::run(&cmd),
     };
     ExitCode::from(code)
 }
 
-#[cfg(feature = "serve")]
 fn serve(args: &ServeArgs) -> u8 {
-    match strata_broker::serve_main(args.config.as_deref(), &args.overrides) {
+    let config = match args.config.load("serve", BrokerConfig::resolved) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    match strata_broker::serve_main(config) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             eprintln!("strata serve: {}", strata_log::ErrorChain(&e));
             EXIT_USAGE_OR_IO
         }
     }
-}
-
-#[cfg(not(feature = "serve"))]
-fn serve(args: &ServeArgs) -> u8 {
-    eprintln!(
-        "strata serve: this binary was built without the `serve` feature (config {:?}, {} overrides ignored)",
-        args.config,
-        args.overrides.len()
-    );
-    EXIT_USAGE_OR_IO
 }

@@ -1,8 +1,6 @@
 //! `strata serve` reaches the broker's entry point: configuration errors come
 //! back as exit code 2 with the broker's error chain on stderr.
 
-#![cfg(feature = "serve")]
-
 mod common;
 
 #[test]

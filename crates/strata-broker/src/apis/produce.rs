@@ -131,7 +131,7 @@ fn precheck(
             return Err(ApiError::UnsupportedCompression);
         }
     }
-    let durable = broker.config.durable_append || config.durable_append;
+    let durable = config.durable_append;
     Ok((log, broker.leader_epoch(info), durable))
 }
 

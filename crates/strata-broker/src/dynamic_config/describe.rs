@@ -168,7 +168,7 @@ fn own_values(broker: &Broker) -> Vec<(&'static str, String)> {
         ),
         (
             "offsets.topic.num.partitions",
-            c.offsets_topic_num_partitions.to_string(),
+            c.group.offsets_topic_num_partitions.to_string(),
         ),
     ];
     if let Some(rack) = &c.rack {

@@ -110,10 +110,7 @@ impl DynamicConfigError {
 /// An invalid value of broker property `name`, from the log-config parser.
 fn invalid_value(name: &str, value: &str, e: &strata_log::ConfigError) -> DynamicConfigError {
     let reason = match e {
-        strata_log::ConfigError::InvalidValue { expected, .. } => format!("expected {expected}"),
-        strata_log::ConfigError::OutOfRange { min, max, .. } => {
-            format!("Value must be in the range [{min}, {max}]")
-        }
+        strata_log::ConfigError::InvalidValue { rule, .. } => rule.clone(),
         strata_log::ConfigError::Unknown { name } => format!("unknown config {name}"),
     };
     DynamicConfigError::InvalidValue {
@@ -371,8 +368,7 @@ fn sanitize(level: &mut BTreeMap<String, String>, which: &str) {
 /// The broker property behind a log-config error on the merged properties.
 fn first_bad_property(merged: &BTreeMap<String, String>, e: &strata_log::ConfigError) -> String {
     let topic_name = match e {
-        strata_log::ConfigError::InvalidValue { name, .. }
-        | strata_log::ConfigError::OutOfRange { name, .. } => *name,
+        strata_log::ConfigError::InvalidValue { name, .. } => *name,
         strata_log::ConfigError::Unknown { name } => return name.clone(),
     };
     LogConfig::definition(topic_name)

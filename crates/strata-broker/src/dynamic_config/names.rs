@@ -42,7 +42,7 @@ const OTHER_KAFKA_CONFIGS: &[&str] = &[
 /// Is `name` a broker config Kafka (or Strata) defines? Such names are
 /// refused when not dynamic; any other name is a custom config.
 pub(crate) fn is_broker_config(name: &str) -> bool {
-    crate::config::BROKER_PROPERTIES.contains(&name)
+    crate::config::is_broker_property(name)
         || OTHER_KAFKA_CONFIGS.contains(&name)
         || EXTRA_DYNAMIC.contains(&name)
         || name.starts_with("log.")
@@ -154,11 +154,7 @@ pub(crate) fn type_of(name: &str) -> i8 {
         "log.cleaner.io.buffer.load.factor" | "log.cleaner.io.max.bytes.per.second" => 6,
         "log.cleaner.enable" | "auto.create.topics.enable" => 1,
         "listeners" | "advertised.listeners" | "log.dirs" | "log.dir" | "broker.rack" => 2,
-        _ if crate::config::BROKER_PROPERTIES.contains(&name)
-            || name.starts_with("log.cleaner.") =>
-        {
-            3
-        }
+        _ if crate::config::is_broker_property(name) || name.starts_with("log.cleaner.") => 3,
         _ => 0,
     }
 }

@@ -1,25 +1,16 @@
-//! Group coordinator settings, read from the broker's properties with
-//! Kafka's names and defaults, validated in one pass.
+//! Group coordinator settings (Kafka `GroupCoordinatorConfig`): one
+//! definition table with Kafka's names and defaults, parsed and validated
+//! once, at start, with the rest of the broker's configuration.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 
-use thiserror::Error;
-
-/// A group coordinator property with a value Kafka would reject.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum GroupConfigError {
-    #[error("invalid value {value:?} for {name}: {reason}")]
-    Invalid {
-        name: &'static str,
-        value: String,
-        reason: &'static str,
-    },
-}
+use strata_log::config::{
+    apply, defaults, resolved, ConfigDef, ConfigError, ConfigType, Validator, Value,
+};
 
 /// Typed coordinator configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct GroupConfig {
+pub struct GroupConfig {
     /// `group.min.session.timeout.ms` (6000).
     pub min_session_timeout_ms: i32,
     /// `group.max.session.timeout.ms` (1800000).
@@ -40,163 +31,150 @@ pub(crate) struct GroupConfig {
     pub offsets_topic_segment_bytes: i32,
 }
 
+fn usize_of(v: &Value) -> usize {
+    usize::try_from(v.long()).unwrap_or(0)
+}
+
+type Def = ConfigDef<GroupConfig>;
+
+static TABLE: &[Def] = &[
+    Def::new(
+        "group.min.session.timeout.ms",
+        ConfigType::Int,
+        "6000",
+        Validator::Any,
+        "The minimum allowed session timeout for registered consumers.",
+        |c, v| c.min_session_timeout_ms = v.int(),
+        |c| c.min_session_timeout_ms.to_string(),
+    ),
+    Def::new(
+        "group.max.session.timeout.ms",
+        ConfigType::Int,
+        "1800000",
+        Validator::Any,
+        "The maximum allowed session timeout for registered consumers.",
+        |c, v| c.max_session_timeout_ms = v.int(),
+        |c| c.max_session_timeout_ms.to_string(),
+    ),
+    Def::new(
+        "group.initial.rebalance.delay.ms",
+        ConfigType::Int,
+        "3000",
+        Validator::AtLeast(0),
+        "Wait for more consumers to join a new group before the first rebalance.",
+        |c, v| c.initial_rebalance_delay_ms = v.int(),
+        |c| c.initial_rebalance_delay_ms.to_string(),
+    ),
+    Def::new(
+        "group.max.size",
+        ConfigType::Int,
+        "2147483647",
+        Validator::AtLeast(1),
+        "The maximum number of consumers a group can hold.",
+        |c, v| c.max_size = usize_of(v),
+        |c| c.max_size.to_string(),
+    ),
+    Def::new(
+        "offsets.retention.minutes",
+        ConfigType::Int,
+        "10080",
+        Validator::AtLeast(1),
+        "Committed offsets of an empty group are kept this long.",
+        |c, v| c.offsets_retention_ms = v.long() * 60_000,
+        |c| (c.offsets_retention_ms / 60_000).to_string(),
+    ),
+    Def::new(
+        "offsets.retention.check.interval.ms",
+        ConfigType::Long,
+        "600000",
+        Validator::AtLeast(1),
+        "How often to check for expired offsets.",
+        |c, v| c.offsets_retention_check_interval_ms = v.long(),
+        |c| c.offsets_retention_check_interval_ms.to_string(),
+    ),
+    Def::new(
+        "offset.metadata.max.bytes",
+        ConfigType::Int,
+        "4096",
+        Validator::AtLeast(0),
+        "The maximum size of the metadata of an offset commit.",
+        |c, v| c.offset_metadata_max_bytes = usize_of(v),
+        |c| c.offset_metadata_max_bytes.to_string(),
+    ),
+    Def::new(
+        "offsets.topic.num.partitions",
+        ConfigType::Int,
+        "50",
+        Validator::AtLeast(1),
+        "The number of partitions for the offset commit topic.",
+        |c, v| c.offsets_topic_num_partitions = v.int(),
+        |c| c.offsets_topic_num_partitions.to_string(),
+    ),
+    Def::new(
+        "offsets.topic.segment.bytes",
+        ConfigType::Int,
+        "104857600",
+        Validator::AtLeast(1),
+        "The segment size of the offsets topic.",
+        |c, v| c.offsets_topic_segment_bytes = v.int(),
+        |c| c.offsets_topic_segment_bytes.to_string(),
+    ),
+];
+
 impl Default for GroupConfig {
     fn default() -> Self {
-        GroupConfig {
-            min_session_timeout_ms: 6_000,
-            max_session_timeout_ms: 1_800_000,
-            initial_rebalance_delay_ms: 3_000,
-            max_size: i32::MAX as usize,
-            offsets_retention_ms: 10_080 * 60_000,
-            offsets_retention_check_interval_ms: 600_000,
-            offset_metadata_max_bytes: 4096,
-            offsets_topic_num_partitions: 50,
-            offsets_topic_segment_bytes: 104_857_600,
-        }
+        let blank = GroupConfig {
+            min_session_timeout_ms: 0,
+            max_session_timeout_ms: 0,
+            initial_rebalance_delay_ms: 0,
+            max_size: 0,
+            offsets_retention_ms: 0,
+            offsets_retention_check_interval_ms: 0,
+            offset_metadata_max_bytes: 0,
+            offsets_topic_num_partitions: 0,
+            offsets_topic_segment_bytes: 0,
+        };
+        defaults(TABLE, blank)
     }
 }
 
 impl GroupConfig {
-    /// Whether the coordinator reads property `name` (the broker warns
-    /// about names nobody reads).
+    /// Whether the coordinator's table defines property `name` (the broker
+    /// warns about names nobody reads).
     pub(crate) fn is_known(name: &str) -> bool {
-        const NAMES: &[&str] = &[
-            "group.min.session.timeout.ms",
-            "group.max.session.timeout.ms",
-            "group.initial.rebalance.delay.ms",
-            "group.max.size",
-            "offsets.retention.minutes",
-            "offsets.retention.check.interval.ms",
-            "offset.metadata.max.bytes",
-            "offsets.topic.num.partitions",
-            "offsets.topic.segment.bytes",
-        ];
-        NAMES.contains(&name)
+        TABLE.iter().any(|d| d.name == name)
+    }
+
+    /// The coordinator's definition table.
+    pub fn definitions() -> &'static [ConfigDef<GroupConfig>] {
+        TABLE
+    }
+
+    /// Every row's resolved value (for `--print-config`).
+    pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        resolved(TABLE, self)
     }
 
     /// Build from broker properties; absent names take Kafka's defaults.
     ///
     /// # Errors
-    /// [`GroupConfigError::Invalid`] naming the first bad property.
+    /// [`ConfigError::InvalidValue`] naming the first bad property.
     pub(crate) fn from_properties(
         props: &BTreeMap<String, String>,
-    ) -> Result<GroupConfig, GroupConfigError> {
-        let d = GroupConfig::default();
-        let min_session = get(
-            props,
-            "group.min.session.timeout.ms",
-            d.min_session_timeout_ms,
-        )?;
-        let max_session = get(
-            props,
-            "group.max.session.timeout.ms",
-            d.max_session_timeout_ms,
-        )?;
-        let delay = get(
-            props,
-            "group.initial.rebalance.delay.ms",
-            d.initial_rebalance_delay_ms,
-        )?;
-        let max_size = get(props, "group.max.size", i32::MAX)?;
-        let retention_min = get(props, "offsets.retention.minutes", 10_080i32)?;
-        let check = get(
-            props,
-            "offsets.retention.check.interval.ms",
-            d.offsets_retention_check_interval_ms,
-        )?;
-        let meta = get(props, "offset.metadata.max.bytes", 4096i32)?;
-        let partitions = get(props, "offsets.topic.num.partitions", 50i32)?;
-        let segment = get(
-            props,
-            "offsets.topic.segment.bytes",
-            d.offsets_topic_segment_bytes,
-        )?;
-        let checks: [(&'static str, i64, bool, &'static str); 7] = [
-            (
-                "group.initial.rebalance.delay.ms",
-                delay.into(),
-                delay >= 0,
-                "must be >= 0",
-            ),
-            (
-                "group.max.size",
-                max_size.into(),
-                max_size >= 1,
-                "must be >= 1",
-            ),
-            (
-                "offsets.retention.minutes",
-                retention_min.into(),
-                retention_min >= 1,
-                "must be >= 1",
-            ),
-            (
-                "offsets.retention.check.interval.ms",
-                check,
-                check >= 1,
-                "must be >= 1",
-            ),
-            (
-                "offset.metadata.max.bytes",
-                meta.into(),
-                meta >= 0,
-                "must be >= 0",
-            ),
-            (
-                "offsets.topic.num.partitions",
-                partitions.into(),
-                partitions >= 1,
-                "must be >= 1",
-            ),
-            (
-                "offsets.topic.segment.bytes",
-                segment.into(),
-                segment >= 1,
-                "must be >= 1",
-            ),
-        ];
-        for (name, value, ok, reason) in checks {
-            if !ok {
-                return Err(GroupConfigError::Invalid {
-                    name,
-                    value: value.to_string(),
-                    reason,
-                });
-            }
-        }
-        if min_session > max_session {
-            return Err(GroupConfigError::Invalid {
+    ) -> Result<GroupConfig, ConfigError> {
+        let mut c = GroupConfig::default();
+        apply(TABLE, &mut c, props)?;
+        if c.min_session_timeout_ms > c.max_session_timeout_ms {
+            return Err(ConfigError::InvalidValue {
                 name: "group.min.session.timeout.ms",
-                value: min_session.to_string(),
-                reason: "must not exceed group.max.session.timeout.ms",
+                value: c.min_session_timeout_ms.to_string(),
+                rule: format!(
+                    "must not exceed group.max.session.timeout.ms ({})",
+                    c.max_session_timeout_ms
+                ),
             });
         }
-        Ok(GroupConfig {
-            min_session_timeout_ms: min_session,
-            max_session_timeout_ms: max_session,
-            initial_rebalance_delay_ms: delay,
-            max_size: max_size as usize,
-            offsets_retention_ms: i64::from(retention_min) * 60_000,
-            offsets_retention_check_interval_ms: check,
-            offset_metadata_max_bytes: meta as usize,
-            offsets_topic_num_partitions: partitions,
-            offsets_topic_segment_bytes: segment,
-        })
-    }
-}
-
-fn get<T: FromStr>(
-    props: &BTreeMap<String, String>,
-    name: &'static str,
-    default: T,
-) -> Result<T, GroupConfigError> {
-    match props.get(name) {
-        None => Ok(default),
-        Some(v) => v.trim().parse().map_err(|_| GroupConfigError::Invalid {
-            name,
-            value: v.clone(),
-            reason: "not a number of the expected type",
-        }),
+        Ok(c)
     }
 }
 
@@ -226,14 +204,14 @@ mod tests {
             (0, 60_000)
         );
         p.insert("offsets.topic.num.partitions".to_string(), "0".to_string());
-        assert!(matches!(
-            GroupConfig::from_properties(&p),
-            Err(GroupConfigError::Invalid {
-                name: "offsets.topic.num.partitions",
-                ..
-            })
-        ));
+        assert_eq!(
+            GroupConfig::from_properties(&p).unwrap_err().to_string(),
+            r#"invalid value "0" for offsets.topic.num.partitions: must be at least 1"#
+        );
         p.insert("offsets.topic.num.partitions".to_string(), "x".to_string());
-        assert!(GroupConfig::from_properties(&p).is_err());
+        assert_eq!(
+            GroupConfig::from_properties(&p).unwrap_err().to_string(),
+            r#"invalid value "x" for offsets.topic.num.partitions: not an int"#
+        );
     }
 }

@@ -85,14 +85,8 @@ pub(crate) struct GroupCoordinator {
 }
 
 impl GroupCoordinator {
-    /// A coordinator configured from the broker's properties (Kafka's
-    /// defaults for anything absent; an invalid value is logged and the
-    /// default used, since the broker config has already been accepted).
-    pub(crate) fn new(properties: &BTreeMap<String, String>) -> GroupCoordinator {
-        let config = GroupConfig::from_properties(properties).unwrap_or_else(|error| {
-            tracing::error!(%error, "invalid group coordinator config; using defaults");
-            GroupConfig::default()
-        });
+    /// A coordinator with the settings the broker parsed at start.
+    pub(crate) fn new(config: GroupConfig) -> GroupCoordinator {
         GroupCoordinator {
             config: config.clone(),
             state: Mutex::new(State {
@@ -470,7 +464,7 @@ impl OffsetsStore for LogStore<'_> {
         }
         let mut batch = builder.build();
         let size = batch.len();
-        let durable = broker.config.durable_append || log.config().durable_append;
+        let durable = log.config().durable_append;
         let appended = log
             .append_as_leader(&mut batch, LeaderEpoch(broker.leader_epoch(&info)))
             .and_then(|a| {

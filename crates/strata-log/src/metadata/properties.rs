@@ -223,95 +223,25 @@ fn escape(s: &str, is_key: bool) -> String {
     out
 }
 
-/// Java `Properties.load` over ISO-8859-1 bytes: comments (`#`, `!`), blank
-/// lines, `\` line continuations, `=`/`:`/whitespace separators and escapes.
-pub(crate) fn parse(bytes: &[u8]) -> BTreeMap<String, String> {
-    let text: String = bytes.iter().map(|&b| b as char).collect();
-    let mut props = BTreeMap::new();
-    let mut logical = String::new();
-    let mut continuing = false;
-    for raw in crate::checkpoint::java_lines(&text) {
-        let line = if continuing {
-            raw.trim_start_matches([' ', '\t', '\u{0C}'])
-        } else {
-            let trimmed = raw.trim_start_matches([' ', '\t', '\u{0C}']);
-            if trimmed.is_empty() || trimmed.starts_with(['#', '!']) {
-                continue;
-            }
-            trimmed
-        };
-        let trailing = line.chars().rev().take_while(|&c| c == '\\').count();
-        if trailing % 2 == 1 {
-            logical.push_str(&line[..line.len() - 1]);
-            continuing = true;
-            continue;
-        }
-        logical.push_str(line);
-        continuing = false;
-        let (k, v) = split_key_value(&logical);
-        props.insert(unescape(k), unescape(v));
-        logical.clear();
-    }
-    if continuing {
-        let (k, v) = split_key_value(&logical);
-        props.insert(unescape(k), unescape(v));
-    }
-    props
-}
-
-fn split_key_value(line: &str) -> (&str, &str) {
-    let is_ws = |c: char| matches!(c, ' ' | '\t' | '\u{0C}');
-    let mut escaped = false;
-    let mut key_end = line.len();
-    for (i, c) in line.char_indices() {
-        if escaped {
-            escaped = false;
-        } else if c == '\\' {
-            escaped = true;
-        } else if c == '=' || c == ':' || is_ws(c) {
-            key_end = i;
-            break;
-        }
-    }
-    let rest = line[key_end..].trim_start_matches(is_ws);
-    let rest = rest.strip_prefix(['=', ':']).unwrap_or(rest);
-    (&line[..key_end], rest.trim_start_matches(is_ws))
-}
-
-fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    let mut pending_high: Option<u16> = None;
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some('f') => out.push('\u{0C}'),
-            Some('u') => {
-                let hex: String = chars.by_ref().take(4).collect();
-                let Ok(unit) = u16::from_str_radix(&hex, 16) else {
-                    out.push_str(&hex);
-                    continue;
-                };
-                if let Some(high) = pending_high.take() {
-                    let pair = [high, unit];
-                    out.extend(char::decode_utf16(pair).map(|r| r.unwrap_or('\u{FFFD}')));
-                } else if (0xD800..0xDC00).contains(&unit) {
-                    pending_high = Some(unit);
-                } else {
-                    out.push(char::from_u32(unit as u32).unwrap_or('\u{FFFD}'));
-                }
-            }
-            Some(other) => out.push(other),
-            None => {}
-        }
-    }
-    out
+/// Parse the bytes of a Java properties file (ISO-8859-1, as Kafka reads
+/// `meta.properties`) with the one `.properties` reader of the crate.
+///
+/// # Errors
+/// [`MetadataError::MalformedLine`] for a malformed `\uXXXX` escape.
+pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<BTreeMap<String, String>, MetadataError> {
+    use crate::config::properties::{parse_latin1, PropertiesError};
+    parse_latin1(bytes, path).map_err(|e| match e {
+        PropertiesError::MalformedUnicode { line, escape, .. } => MetadataError::MalformedLine {
+            path: path.to_path_buf(),
+            line_number: line,
+            line: escape,
+        },
+        other => MetadataError::MalformedLine {
+            path: path.to_path_buf(),
+            line_number: 0,
+            line: other.to_string(),
+        },
+    })
 }
 
 /// `java.util.Date.toString()` in UTC: `EEE MMM dd HH:mm:ss zzz yyyy`.

@@ -173,7 +173,10 @@ fn meta_properties_text_and_round_trip() {
 }
 
 fn meta_from(text: &str) -> Result<MetaProperties, MetadataError> {
-    MetaProperties::from_properties(&parse(text.as_bytes()), Path::new("meta.properties"))
+    MetaProperties::from_properties(
+        &parse(text.as_bytes(), Path::new("m")).unwrap(),
+        Path::new("meta.properties"),
+    )
 }
 
 #[test]
@@ -222,7 +225,9 @@ fn meta_properties_validation() {
 fn java_properties_syntax() {
     let p = parse(
         b"# comment\n! also comment\n\n  a = 1\nb:2\nc 3\nd=x\\\n    y\ne=\\u0041\\t\\=\\\\\nf\ng=caf\xe9\n",
-    );
+        Path::new("m"),
+    )
+    .unwrap();
     let expect: BTreeMap<String, String> = [
         ("a", "1"),
         ("b", "2"),
@@ -245,7 +250,11 @@ fn java_properties_syntax() {
     };
     let text = odd.encode(0);
     assert!(text.is_ascii(), "{text}");
-    let back = MetaProperties::from_properties(&parse(text.as_bytes()), Path::new("m")).unwrap();
+    let back = MetaProperties::from_properties(
+        &parse(text.as_bytes(), Path::new("m")).unwrap(),
+        Path::new("m"),
+    )
+    .unwrap();
     assert_eq!(back, odd);
 }
 

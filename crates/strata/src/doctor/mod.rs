@@ -50,12 +50,10 @@ pub struct DoctorArgs {
     /// Print one JSON report instead of text.
     #[arg(long)]
     json: bool,
-    /// The broker's server.properties (log.retention.hours, log.segment.bytes, ...).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Override one broker property, `key=value`; may be repeated.
-    #[arg(long = "override", value_name = "KEY=VALUE")]
-    overrides: Vec<String>,
+    /// The broker's server.properties (log.retention.hours, log.segment.bytes, ...),
+    /// read exactly as `strata serve` reads it.
+    #[command(flatten)]
+    pub config: crate::ConfigArgs,
     /// One topic-level config (`retention.ms=3600000`); may be repeated.
     #[arg(long = "topic-config", value_name = "KEY=VALUE")]
     topic_configs: Vec<String>,
@@ -79,12 +77,6 @@ pub struct DoctorArgs {
 pub enum DoctorError {
     #[error("expected key=value, got {arg:?}")]
     BadKeyValue { arg: String },
-    #[error("cannot read {path}: {source}")]
-    ReadConfig {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("invalid config: {0}")]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -158,24 +150,6 @@ fn key_values(args: &[String]) -> Result<BTreeMap<String, String>, DoctorError> 
         .collect()
 }
 
-/// A Java properties file, the subset server.properties uses: `key=value`
-/// or `key: value` lines, `#`/`!` comments.
-fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, DoctorError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DoctorError::ReadConfig {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-        .filter_map(|l| {
-            let i = l.find(['=', ':'])?;
-            Some((l[..i].trim().to_owned(), l[i + 1..].trim().to_owned()))
-        })
-        .collect())
-}
-
 /// The offline config layers: broker properties (file, then `--override`)
 /// and `--topic-config`; the topic store's configs go between them, per
 /// topic ([`OfflineConfig::for_topic`]).
@@ -217,38 +191,27 @@ impl OfflineConfig {
     }
 }
 
-/// Broker properties (file, then `--override`), then topic overrides.
-fn offline_config(args: &DoctorArgs) -> Result<(OfflineConfig, DoctorSettings), DoctorError> {
-    let mut props = match &args.config {
-        Some(p) => read_properties(p)?,
-        None => BTreeMap::new(),
-    };
-    props.extend(key_values(&args.overrides)?);
-    let base = LogConfig::from_broker_properties(&props)?;
+/// The broker's configuration (loaded once by the binary, as `strata serve`
+/// loads it), then topic overrides.
+fn offline_config(
+    args: &DoctorArgs,
+    broker: &strata_broker::BrokerConfig,
+) -> Result<(OfflineConfig, DoctorSettings), DoctorError> {
+    let base = broker.log_config.clone();
     let cli_topic = key_values(&args.topic_configs)?;
     // Validate the command-line layer on its own, as before.
     LogConfig::with_overrides(&base, &cli_topic)?;
-    let first_log_dir = props
-        .get("log.dirs")
-        .or_else(|| props.get("log.dir"))
-        .and_then(|v| v.split(',').map(str::trim).find(|d| !d.is_empty()))
-        .map(PathBuf::from);
     let cfg = OfflineConfig {
         broker: base,
         cli_topic,
-        first_log_dir,
+        first_log_dir: broker.log_dirs.first().cloned(),
     };
-    let mut settings = DoctorSettings::default();
-    let num = |k: &str| props.get(k).and_then(|v| v.parse::<i64>().ok());
-    if let Some(v) = num("log.retention.check.interval.ms") {
-        settings.retention_check_interval_ms = v;
-    }
-    if let Some(v) = num("num.recovery.threads.per.data.dir") {
-        settings.recovery_threads = v.max(1) as usize;
-    }
-    if let Some(v) = num("log.cleaner.threads") {
-        settings.cleaner_threads = v.max(0) as usize;
-    }
+    let settings = DoctorSettings {
+        retention_check_interval_ms: broker.log_retention_check_interval_ms,
+        recovery_threads: broker.num_recovery_threads_per_data_dir,
+        cleaner_threads: broker.cleaner.threads,
+        ..DoctorSettings::default()
+    };
     Ok((cfg, settings))
 }
 
@@ -330,14 +293,17 @@ fn report_for(
 ///
 /// # Errors
 /// Bad arguments, unreadable directories, a broker that does not answer.
-pub fn examine(args: &DoctorArgs) -> Result<Report, DoctorError> {
+pub fn examine(
+    args: &DoctorArgs,
+    broker: &strata_broker::BrokerConfig,
+) -> Result<Report, DoctorError> {
     let now = args.now_ms.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0)
     });
-    let (offline, mut settings) = offline_config(args)?;
+    let (offline, mut settings) = offline_config(args, broker)?;
     let mut cfg = LogConfig::with_overrides(&offline.broker, &offline.cli_topic)?;
     let mut source = ConfigSource::Offline;
     if let (Some(server), Some(topic)) = (&args.bootstrap_server, &args.topic) {
@@ -466,8 +432,8 @@ mod erased {
 }
 
 /// Run `strata log doctor`; returns the exit code.
-pub fn run(args: &DoctorArgs) -> u8 {
-    match examine(args) {
+pub fn run(args: &DoctorArgs, broker: &strata_broker::BrokerConfig) -> u8 {
+    match examine(args, broker) {
         Ok(report) => {
             if args.json {
                 match serde_json::to_string_pretty(&report) {

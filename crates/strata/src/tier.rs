@@ -1,23 +1,25 @@
-//! `strata tier ...` commands (the binary's `tier` arm calls [`run`]).
+//! `strata tier ...`: the command line of the remote-tier tools; the work
+//! itself is `strata_tiered::fsck`.
 //!
-//! `strata tier fsck --log-dir DIR [--config server.properties]
+//! `strata tier fsck [--log-dir DIR]... [--config server.properties]
 //! [--override k=v]... [--repair]` opens the (stopped) broker's log dirs,
 //! rebuilds the catalogue from `__remote_log_metadata`, lists the remote
 //! store and reports orphans, half-finished copies and deletes, and
-//! missing objects. Exit codes: 0 clean (or repaired), 1 findings, 2 usage
-//! or I/O errors.
+//! missing objects. The configuration is loaded as `strata serve` loads it
+//! (`crate::ConfigArgs`). Exit codes: 0 clean (or repaired), 1 findings,
+//! 2 usage, configuration or I/O errors.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use strata_broker::BrokerConfig;
 use strata_log::{LogManager, LogManagerConfig, SharedClock, SystemClock};
+use strata_tiered::fsck::{fsck, FsckReport};
+use strata_tiered::rlmm::topic::LogManagerMetadataLog;
+use strata_tiered::rlmm::TopicRlmm;
+use strata_tiered::{Bridge, TieredConfig};
 
-use crate::bridge::Bridge;
-use crate::config::TieredConfig;
-use crate::fsck::{fsck, FsckReport};
-use crate::rlmm::topic::LogManagerMetadataLog;
-use crate::rlmm::TopicRlmm;
+use crate::{ConfigArgs, EXIT_FAILURES, EXIT_OK, EXIT_USAGE_OR_IO};
 
 /// `strata tier` subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -32,76 +34,55 @@ pub struct FsckArgs {
     /// A broker log directory (repeat for several); defaults to `log.dirs`.
     #[arg(long = "log-dir", value_name = "DIR")]
     pub log_dirs: Vec<PathBuf>,
-    /// The broker's server.properties.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Override one property, `key=value`; may be repeated.
-    #[arg(long = "override", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Delete orphans and finish half-done copies/deletes.
     #[arg(long)]
     pub repair: bool,
 }
 
+/// The settings `strata tier fsck` uses, as `--print-config` shows them.
+pub fn settings(config: &BrokerConfig) -> Vec<(&'static str, String)> {
+    let mut out = crate::pick(config, &["log.dirs", "node.id"]);
+    out.extend(config.tiered.resolved());
+    out
+}
+
 /// Run a `tier` command; returns the exit code.
 pub fn run(cmd: &TierCommand) -> u8 {
     match cmd {
-        TierCommand::Fsck(args) => match fsck_command(args) {
-            Ok(report) => {
-                print_report(&report, args.repair);
-                if report.is_clean() || args.repair {
-                    0
-                } else {
-                    1
+        TierCommand::Fsck(args) => {
+            let config = match args.config.load("tier fsck", settings) {
+                Ok(config) => config,
+                Err(code) => return code,
+            };
+            match fsck_command(args, &config) {
+                Ok(report) => {
+                    print_report(&report, args.repair);
+                    if report.is_clean() || args.repair {
+                        EXIT_OK
+                    } else {
+                        EXIT_FAILURES
+                    }
                 }
-            }
-            Err(message) => {
-                eprintln!("strata tier fsck: {message}");
-                2
-            }
-        },
-    }
-}
-
-/// Kafka `server.properties` (`key=value`, `#`/`!` comments) plus overrides.
-fn load_properties(
-    path: Option<&Path>,
-    overrides: &[String],
-) -> Result<BTreeMap<String, String>, String> {
-    let mut props = BTreeMap::new();
-    if let Some(path) = path {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
-        for line in text.lines().map(str::trim) {
-            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-                continue;
-            }
-            if let Some((k, v)) = line.split_once(['=', ':']) {
-                props.insert(k.trim().to_string(), v.trim().to_string());
+                Err(message) => {
+                    eprintln!("strata tier fsck: {message}");
+                    EXIT_USAGE_OR_IO
+                }
             }
         }
     }
-    for o in overrides {
-        let (k, v) = o
-            .split_once('=')
-            .ok_or_else(|| format!("override {o:?} is not key=value"))?;
-        props.insert(k.trim().to_string(), v.trim().to_string());
-    }
-    Ok(props)
 }
 
-fn fsck_command(args: &FsckArgs) -> Result<FsckReport, String> {
-    let props = load_properties(args.config.as_deref(), &args.overrides)?;
+fn fsck_command(args: &FsckArgs, broker: &BrokerConfig) -> Result<FsckReport, String> {
     let mut dirs = args.log_dirs.clone();
+    let mut config = broker.tiered.clone();
     if dirs.is_empty() {
-        let listed = props
-            .get("log.dirs")
-            .or_else(|| props.get("log.dir"))
-            .ok_or("no --log-dir and no log.dirs")?;
-        dirs = listed.split(',').map(|d| PathBuf::from(d.trim())).collect();
+        dirs = broker.log_dirs.clone();
+    } else if broker.tiered.storage_uri.is_empty() {
+        // The default local tier is beside the first log dir actually opened.
+        config.location = TieredConfig::default_location(&dirs[0]);
     }
-    let config =
-        TieredConfig::from_broker_properties(&props, &dirs[0]).map_err(|e| e.to_string())?;
     let clock: SharedClock = Arc::new(SystemClock);
     let logs = LogManager::open(LogManagerConfig::new(dirs), Arc::clone(&clock))
         .map_err(|e| format!("opening log dirs: {e}"))?;
@@ -113,12 +94,7 @@ fn fsck_command(args: &FsckArgs) -> Result<FsckReport, String> {
             .map_err(|e| e.to_string())?;
         let (rlmm, _) =
             TopicRlmm::open(Arc::new(meta), Arc::clone(&clock)).map_err(|e| e.to_string())?;
-        let broker_id = props
-            .get("node.id")
-            .or_else(|| props.get("broker.id"))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(-1);
-        fsck(&rsm, &rlmm, args.repair, clock.now_ms(), broker_id)
+        fsck(&rsm, &rlmm, args.repair, clock.now_ms(), broker.node_id)
             .map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)))
     })();
     logs.shutdown()

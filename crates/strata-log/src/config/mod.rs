@@ -5,6 +5,13 @@
 //! table that knows every name, its broker synonyms, type, default and range.
 //! Topic overrides and broker properties are both parsed through that table in
 //! one pass, so a name is spelled in exactly one place.
+//!
+//! This module is also the configuration layer of every crate:
+//! [`properties`] is the one reader of Java `.properties` files, and
+//! [`ConfigDef`] (with [`apply`], [`defaults`], [`resolved`]) the one
+//! definition-table mechanism; the broker, group coordinator, cleaner and
+//! remote tier each define a table of their own with it, and every bad
+//! value is a [`ConfigError::InvalidValue`] naming key, value and rule.
 
 use std::collections::BTreeMap;
 
@@ -37,52 +44,38 @@ impl CleanupPolicy {
     }
 }
 
-/// The value type of a config, as Kafka's `ConfigDef.Type`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigType {
-    Int,
-    Long,
-    Double,
-    Boolean,
-    String,
-    List,
-}
+mod def;
+pub mod properties;
 
-/// One topic-level config: name, broker synonyms (highest priority first,
-/// with the factor that converts the synonym's unit to the topic's), type,
-/// default as Kafka prints it and documentation.
-#[derive(Debug)]
-pub struct ConfigDef {
-    pub name: &'static str,
-    pub synonyms: &'static [(&'static str, i64)],
-    pub kind: ConfigType,
-    pub default: &'static str,
-    pub doc: &'static str,
-    set: fn(&mut LogConfig, &str) -> Result<(), ConfigError>,
-    get: fn(&LogConfig) -> String,
-}
+pub use def::{
+    apply, defaults, defines, render_double, resolved, ConfigDef, ConfigType, Validator, Value,
+};
 
-/// Why a config value was rejected.
+/// Why a config value was rejected. Every namespace (broker, topic, group
+/// coordinator, cleaner, remote tier) reports bad values with this type, so
+/// the text is the same wherever a key is parsed.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     #[error("unknown topic config {name}")]
     Unknown { name: String },
-    #[error("invalid value {value:?} for config {name}: expected {expected}")]
+    /// `value` (as given) of property `name` breaks `rule`.
+    #[error("invalid value {value:?} for {name}: {rule}")]
     InvalidValue {
         name: &'static str,
         value: String,
-        expected: &'static str,
-    },
-    #[error("value {value} for config {name} is out of range [{min}, {max}]")]
-    OutOfRange {
-        name: &'static str,
-        value: String,
-        min: String,
-        max: String,
+        rule: String,
     },
 }
 
-/// Typed topic configuration. Defaults are Kafka 3.9's.
+impl ConfigError {
+    /// The property at fault.
+    pub fn name(&self) -> &str {
+        match self {
+            ConfigError::Unknown { name } => name,
+            ConfigError::InvalidValue { name, .. } => name,
+        }
+    }
+}
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogConfig {
     pub segment_bytes: i32,
@@ -182,209 +175,106 @@ impl Default for LogConfig {
     }
 }
 
-fn parse_long(name: &'static str, v: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
-    let n: i64 = v.trim().parse().map_err(|_| ConfigError::InvalidValue {
-        name,
-        value: v.into(),
-        expected: "a 64-bit integer",
-    })?;
-    if n < min || n > max {
-        return Err(ConfigError::OutOfRange {
-            name,
-            value: v.into(),
-            min: min.to_string(),
-            max: max.to_string(),
-        });
-    }
-    Ok(n)
-}
-
-fn parse_int(name: &'static str, v: &str, min: i32, max: i32) -> Result<i32, ConfigError> {
-    let n: i32 = v.trim().parse().map_err(|_| ConfigError::InvalidValue {
-        name,
-        value: v.into(),
-        expected: "a 32-bit integer",
-    })?;
-    if n < min || n > max {
-        return Err(ConfigError::OutOfRange {
-            name,
-            value: v.into(),
-            min: min.to_string(),
-            max: max.to_string(),
-        });
-    }
-    Ok(n)
-}
-
-fn parse_bool(name: &'static str, v: &str) -> Result<bool, ConfigError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(ConfigError::InvalidValue {
-            name,
-            value: v.into(),
-            expected: "true or false",
-        }),
-    }
-}
-
-fn parse_one_of(
-    name: &'static str,
-    v: &str,
-    allowed: &'static [&'static str],
-    expected: &'static str,
-) -> Result<String, ConfigError> {
-    let t = v.trim();
-    if allowed.contains(&t) {
-        Ok(t.to_string())
-    } else {
-        Err(ConfigError::InvalidValue {
-            name,
-            value: v.into(),
-            expected,
-        })
-    }
-}
-
-fn parse_policy(v: &str) -> Result<CleanupPolicy, ConfigError> {
-    let mut p = CleanupPolicy {
-        delete: false,
-        compact: false,
-    };
-    for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match item {
-            "delete" => p.delete = true,
-            "compact" => p.compact = true,
-            _ => {
-                return Err(ConfigError::InvalidValue {
-                    name: "cleanup.policy",
-                    value: v.into(),
-                    expected: "a list of delete and/or compact",
-                })
-            }
-        }
-    }
-    Ok(p)
-}
-
-fn parse_ratio(v: &str) -> Result<f64, ConfigError> {
-    let name = "min.cleanable.dirty.ratio";
-    let r: f64 = v.trim().parse().map_err(|_| ConfigError::InvalidValue {
-        name,
-        value: v.into(),
-        expected: "a number",
-    })?;
-    if !(0.0..=1.0).contains(&r) {
-        return Err(ConfigError::OutOfRange {
-            name,
-            value: v.into(),
-            min: "0".into(),
-            max: "1".into(),
-        });
-    }
-    Ok(r)
-}
-
-/// Kafka prints doubles like Java's `Double.toString` (`0.5`, `1.0`).
-fn render_double(d: f64) -> String {
-    if d.fract() == 0.0 {
-        format!("{d:.1}")
-    } else {
-        d.to_string()
-    }
-}
+type Def = ConfigDef<LogConfig>;
 
 const L: i64 = i64::MAX;
-const I: i32 = i32::MAX;
 const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
+
+fn render_policy(p: CleanupPolicy) -> String {
+    p.render()
+}
+
+fn policy_of(v: &Value) -> CleanupPolicy {
+    let items = v.list();
+    CleanupPolicy {
+        delete: items.iter().any(|i| i == "delete"),
+        compact: items.iter().any(|i| i == "compact"),
+    }
+}
 
 macro_rules! long_def {
     ($name:literal, $syn:expr, $default:literal, $doc:literal, $field:ident, $min:expr) => {
-        ConfigDef {
-            name: $name,
-            synonyms: $syn,
-            kind: ConfigType::Long,
-            default: $default,
-            doc: $doc,
-            set: |c, v| {
-                c.$field = parse_long($name, v, $min, L)?;
-                Ok(())
-            },
-            get: |c| c.$field.to_string(),
-        }
+        Def::new(
+            $name,
+            ConfigType::Long,
+            $default,
+            Validator::AtLeast($min),
+            $doc,
+            |c: &mut LogConfig, v| c.$field = v.long(),
+            |c: &LogConfig| c.$field.to_string(),
+        )
+        .synonyms($syn)
+        .dynamic()
     };
 }
 
 macro_rules! int_def {
     ($name:literal, $syn:expr, $default:literal, $doc:literal, $field:ident, $min:expr) => {
-        ConfigDef {
-            name: $name,
-            synonyms: $syn,
-            kind: ConfigType::Int,
-            default: $default,
-            doc: $doc,
-            set: |c, v| {
-                c.$field = parse_int($name, v, $min, I)?;
-                Ok(())
-            },
-            get: |c| c.$field.to_string(),
-        }
+        Def::new(
+            $name,
+            ConfigType::Int,
+            $default,
+            Validator::AtLeast($min),
+            $doc,
+            |c: &mut LogConfig, v| c.$field = v.int(),
+            |c: &LogConfig| c.$field.to_string(),
+        )
+        .synonyms($syn)
+        .dynamic()
     };
 }
 
 macro_rules! bool_def {
     ($name:literal, $syn:expr, $default:literal, $doc:literal, $field:ident) => {
-        ConfigDef {
-            name: $name,
-            synonyms: $syn,
-            kind: ConfigType::Boolean,
-            default: $default,
-            doc: $doc,
-            set: |c, v| {
-                c.$field = parse_bool($name, v)?;
-                Ok(())
-            },
-            get: |c| c.$field.to_string(),
-        }
+        Def::new(
+            $name,
+            ConfigType::Boolean,
+            $default,
+            Validator::Any,
+            $doc,
+            |c: &mut LogConfig, v| c.$field = v.boolean(),
+            |c: &LogConfig| c.$field.to_string(),
+        )
+        .synonyms($syn)
+        .dynamic()
     };
 }
 
 macro_rules! passthrough_def {
     ($name:literal, $syn:expr, $kind:expr, $default:literal, $doc:literal) => {
-        ConfigDef {
-            name: $name,
-            synonyms: $syn,
-            kind: $kind,
-            default: $default,
-            doc: $doc,
-            set: |c, v| {
-                c.passthrough
-                    .insert($name.to_string(), v.trim().to_string());
-                Ok(())
+        Def::new(
+            $name,
+            $kind,
+            $default,
+            Validator::Any,
+            $doc,
+            |c: &mut LogConfig, v| {
+                c.passthrough.insert($name.to_string(), v.string());
             },
-            get: |c| {
+            |c: &LogConfig| {
                 c.passthrough
                     .get($name)
                     .cloned()
                     .unwrap_or_else(|| $default.to_string())
             },
-        }
+        )
+        .synonyms($syn)
+        .dynamic()
     };
 }
 
-static DEFINITIONS: &[ConfigDef] = &[
-    ConfigDef {
-        name: "cleanup.policy",
-        synonyms: &[("log.cleanup.policy", 1)],
-        kind: ConfigType::List,
-        default: "delete",
-        doc: "Retention policy for old segments: delete, compact or both.",
-        set: |c, v| {
-            c.cleanup_policy = parse_policy(v)?;
-            Ok(())
-        },
-        get: |c| c.cleanup_policy.render(),
-    },
+static DEFINITIONS: &[ConfigDef<LogConfig>] = &[
+    Def::new(
+        "cleanup.policy",
+        ConfigType::List,
+        "delete",
+        Validator::ListOf(&["delete", "compact"]),
+        "Retention policy for old segments: delete, compact or both.",
+        |c, v| c.cleanup_policy = policy_of(v),
+        |c| render_policy(c.cleanup_policy),
+    )
+    .synonyms(&[("log.cleanup.policy", 1)])
+    .dynamic(),
     int_def!(
         "compression.gzip.level",
         &[("compression.gzip.level", 1)],
@@ -401,23 +291,17 @@ static DEFINITIONS: &[ConfigDef] = &[
         compression_lz4_level,
         1
     ),
-    ConfigDef {
-        name: "compression.type",
-        synonyms: &[("compression.type", 1)],
-        kind: ConfigType::String,
-        default: "producer",
-        doc: "Final compression of the topic's data; producer keeps the producer's codec.",
-        set: |c, v| {
-            c.compression_type = parse_one_of(
-                "compression.type",
-                v,
-                COMPRESSION_TYPES,
-                "one of uncompressed, zstd, lz4, snappy, gzip, producer",
-            )?;
-            Ok(())
-        },
-        get: |c| c.compression_type.clone(),
-    },
+    Def::new(
+        "compression.type",
+        ConfigType::String,
+        "producer",
+        Validator::OneOf(COMPRESSION_TYPES),
+        "Final compression of the topic's data; producer keeps the producer's codec.",
+        |c, v| c.compression_type = v.string(),
+        |c| c.compression_type.clone(),
+    )
+    .synonyms(&[("compression.type", 1)])
+    .dynamic(),
     int_def!(
         "compression.zstd.level",
         &[("compression.zstd.level", 1)],
@@ -552,40 +436,34 @@ static DEFINITIONS: &[ConfigDef] = &[
         "9223372036854775807",
         "Deprecated; replaced by the before/after pair."
     ),
-    ConfigDef {
-        name: "message.timestamp.type",
-        synonyms: &[("log.message.timestamp.type", 1)],
-        kind: ConfigType::String,
-        default: "CreateTime",
-        doc: "CreateTime or LogAppendTime.",
-        set: |c, v| {
-            c.message_timestamp_type = match parse_one_of(
-                "message.timestamp.type",
-                v,
-                &["CreateTime", "LogAppendTime"],
-                "CreateTime or LogAppendTime",
-            )?
-            .as_str()
-            {
-                "LogAppendTime" => TimestampType::LogAppendTime,
-                _ => TimestampType::CreateTime,
-            };
-            Ok(())
+    Def::new(
+        "message.timestamp.type",
+        ConfigType::String,
+        "CreateTime",
+        Validator::OneOf(&["CreateTime", "LogAppendTime"]),
+        "CreateTime or LogAppendTime.",
+        |c, v| {
+            c.message_timestamp_type = if v.string() == "LogAppendTime" {
+                TimestampType::LogAppendTime
+            } else {
+                TimestampType::CreateTime
+            }
         },
-        get: |c| c.message_timestamp_type.name().to_string(),
-    },
-    ConfigDef {
-        name: "min.cleanable.dirty.ratio",
-        synonyms: &[("log.cleaner.min.cleanable.ratio", 1)],
-        kind: ConfigType::Double,
-        default: "0.5",
-        doc: "Dirty ratio above which the cleaner compacts the log.",
-        set: |c, v| {
-            c.min_cleanable_dirty_ratio = parse_ratio(v)?;
-            Ok(())
-        },
-        get: |c| render_double(c.min_cleanable_dirty_ratio),
-    },
+        |c| c.message_timestamp_type.name().to_string(),
+    )
+    .synonyms(&[("log.message.timestamp.type", 1)])
+    .dynamic(),
+    Def::new(
+        "min.cleanable.dirty.ratio",
+        ConfigType::Double,
+        "0.5",
+        Validator::DoubleBetween(0.0, 1.0),
+        "Dirty ratio above which the cleaner compacts the log.",
+        |c, v| c.min_cleanable_dirty_ratio = v.double(),
+        |c| render_double(c.min_cleanable_dirty_ratio),
+    )
+    .synonyms(&[("log.cleaner.min.cleanable.ratio", 1)])
+    .dynamic(),
     long_def!(
         "min.compaction.lag.ms",
         &[("log.cleaner.min.compaction.lag.ms", 1)],
@@ -701,14 +579,38 @@ static DEFINITIONS: &[ConfigDef] = &[
     ),
 ];
 
+/// Broker-level properties that feed [`LogConfig`] but are not topic
+/// configs in Kafka (so not in [`LogConfig::definitions`]).
+static BROKER_ONLY: &[ConfigDef<LogConfig>] = &[
+    Def::new(
+        "producer.id.expiration.ms",
+        ConfigType::Long,
+        "86400000",
+        Validator::AtLeast(1),
+        "How long an idle producer's state is kept.",
+        |c, v| c.producer_id_expiration_ms = v.long(),
+        |c| c.producer_id_expiration_ms.to_string(),
+    )
+    .dynamic(),
+    Def::new(
+        MAX_DECOMPRESSED_BATCH_BYTES,
+        ConfigType::Long,
+        "67108864",
+        Validator::AtLeast(1),
+        "Strata only: the most a produced compressed batch may inflate to while validated.",
+        |c, v| c.max_decompressed_batch_bytes = usize::try_from(v.long()).unwrap_or(usize::MAX),
+        |c| c.max_decompressed_batch_bytes.to_string(),
+    ),
+];
+
 impl LogConfig {
     /// Every topic-level config Kafka 3.9 knows (plus `strata.*`), sorted by name.
-    pub fn definitions() -> &'static [ConfigDef] {
+    pub fn definitions() -> &'static [ConfigDef<LogConfig>] {
         DEFINITIONS
     }
 
     /// The definition of one topic config.
-    pub fn definition(name: &str) -> Option<&'static ConfigDef> {
+    pub fn definition(name: &str) -> Option<&'static ConfigDef<LogConfig>> {
         DEFINITIONS.iter().find(|d| d.name == name)
     }
 
@@ -725,7 +627,7 @@ impl LogConfig {
         for (name, value) in overrides {
             let def = Self::definition(name)
                 .ok_or_else(|| ConfigError::Unknown { name: name.clone() })?;
-            (def.set)(&mut cfg, value)?;
+            def.apply(&mut cfg, def.name, value)?;
         }
         Ok(cfg)
     }
@@ -742,34 +644,60 @@ impl LogConfig {
     ) -> Result<LogConfig, ConfigError> {
         let mut cfg = LogConfig::default();
         for def in DEFINITIONS {
-            let Some((value, factor)) = def
+            let Some((key, raw, factor)) = def
                 .synonyms
                 .iter()
-                .find_map(|(syn, factor)| props.get(*syn).map(|v| (v, *factor)))
+                .find_map(|(syn, factor)| props.get(*syn).map(|v| (*syn, v, *factor)))
             else {
                 continue;
             };
             if factor == 1 {
-                (def.set)(&mut cfg, value)?;
+                def.apply(&mut cfg, key, raw)?;
             } else {
-                let n = parse_long(def.name, value, i64::MIN, i64::MAX)?;
-                (def.set)(&mut cfg, &n.saturating_mul(factor).to_string())?;
+                // A unit synonym (`log.retention.hours`): a whole number of
+                // its unit, converted, then held to the topic config's rule.
+                let n = raw
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| ConfigError::InvalidValue {
+                        name: key,
+                        value: raw.clone(),
+                        rule: "not a long".into(),
+                    })?;
+                let converted = def
+                    .parse(key, &n.saturating_mul(factor).to_string())
+                    .map_err(|e| match e {
+                        ConfigError::InvalidValue { rule, .. } => ConfigError::InvalidValue {
+                            name: key,
+                            value: raw.clone(),
+                            rule: format!("{rule} once converted to {}", def.name),
+                        },
+                        other => other,
+                    })?;
+                def.apply(&mut cfg, key, &converted.string())?;
             }
         }
-        if let Some(v) = props.get("producer.id.expiration.ms") {
-            cfg.producer_id_expiration_ms =
-                parse_long("producer.id.expiration.ms", v, 1, i64::MAX)?;
-        }
-        if let Some(v) = props.get(MAX_DECOMPRESSED_BATCH_BYTES) {
-            let n = parse_long(MAX_DECOMPRESSED_BATCH_BYTES, v, 1, i64::MAX)?;
-            cfg.max_decompressed_batch_bytes = usize::try_from(n).unwrap_or(usize::MAX);
-        }
+        apply(BROKER_ONLY, &mut cfg, props)?;
         Ok(cfg)
+    }
+
+    /// The broker-level rows that are not topic configs
+    /// (`producer.id.expiration.ms`, `strata.max.decompressed.batch.bytes`).
+    pub fn broker_only_definitions() -> &'static [ConfigDef<LogConfig>] {
+        BROKER_ONLY
+    }
+
+    /// Every row's resolved value, topic configs (by topic name) and then
+    /// the broker-only rows: what `--print-config` shows of the log layer.
+    pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        let mut out = resolved(DEFINITIONS, self);
+        out.extend(resolved(BROKER_ONLY, self));
+        out
     }
 
     /// Value of one topic config as Kafka prints it (DescribeConfigs).
     pub fn get_as_string(&self, name: &str) -> Option<String> {
-        Self::definition(name).map(|d| (d.get)(self))
+        Self::definition(name).map(|d| d.render(self))
     }
 
     /// `segment.ms` as the roll check uses it: compacted topics roll no later
@@ -847,7 +775,7 @@ mod tests {
         );
         assert!(matches!(
             LogConfig::with_overrides(&base, &map(&[("segment.bytes", "13")])),
-            Err(ConfigError::OutOfRange {
+            Err(ConfigError::InvalidValue {
                 name: "segment.bytes",
                 ..
             })
@@ -882,6 +810,49 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(c.segment_ms, 5);
+    }
+
+    #[test]
+    fn broker_errors_name_the_key_as_given() {
+        let text = |kv: &[(&str, &str)]| {
+            LogConfig::from_broker_properties(&map(kv))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            text(&[("log.retention.ms", "abc")]),
+            r#"invalid value "abc" for log.retention.ms: not a long"#
+        );
+        assert_eq!(
+            text(&[("log.segment.bytes", "13")]),
+            r#"invalid value "13" for log.segment.bytes: must be at least 14"#
+        );
+        assert_eq!(
+            text(&[("log.roll.hours", "x")]),
+            r#"invalid value "x" for log.roll.hours: not a long"#
+        );
+        assert_eq!(
+            text(&[("log.roll.hours", "0")]),
+            r#"invalid value "0" for log.roll.hours: must be at least 1 once converted to segment.ms"#
+        );
+        assert_eq!(
+            text(&[("log.cleanup.policy", "delete,zap")]),
+            r#"invalid value "delete,zap" for log.cleanup.policy: item "zap" is not one of delete, compact"#
+        );
+        assert_eq!(
+            text(&[("producer.id.expiration.ms", "0")]),
+            r#"invalid value "0" for producer.id.expiration.ms: must be at least 1"#
+        );
+    }
+
+    #[test]
+    fn broker_only_defaults_match_the_struct() {
+        let blank = LogConfig {
+            producer_id_expiration_ms: 0,
+            max_decompressed_batch_bytes: 0,
+            ..LogConfig::default()
+        };
+        assert_eq!(defaults(BROKER_ONLY, blank), LogConfig::default());
     }
 
     #[test]
