@@ -25,21 +25,24 @@
 //! - `stats`: counters ([`BrokerStats`]).
 
 mod admin;
+mod api_error;
 mod apis;
 mod broker;
 mod config;
+mod config_entry;
 mod connection;
 mod connection_quotas;
 mod dispatch;
 mod dynamic_config;
 mod error;
-mod errors;
+mod error_code;
 mod group;
 mod offline;
 mod placement;
 mod properties;
 mod protocol_log;
 mod reconcile;
+mod response;
 mod server;
 mod stats;
 mod tiered;
@@ -48,9 +51,9 @@ mod topics;
 pub use config::{
     BrokerConfig, ConfigError, ConnectionLimits, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR,
 };
-pub use dispatch::{decode_request, DispatchError};
+pub use dispatch::decode_request;
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
-pub use error::BrokerError;
+pub use error::{BrokerError, DispatchError};
 #[doc(hidden)]
 pub use group::records::fuzz_round_trip as fuzz_consumer_offsets_record;
 pub use server::{serve_main, start, start_with_clock, BrokerHandle};

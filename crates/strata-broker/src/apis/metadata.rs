@@ -9,8 +9,8 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
-use crate::errors::ApiError;
 use crate::topics::{self, TopicInfo};
 
 /// Kafka `AclOperation` bits a topic allows when no authorizer is configured:

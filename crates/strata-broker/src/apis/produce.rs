@@ -17,8 +17,8 @@ use kafka_protocol::protocol::StrBytes;
 use strata_log::{LeaderEpoch, Log, LogAppendInfo};
 
 use super::RequestContext;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
-use crate::errors::ApiError;
 use crate::stats::Stats;
 
 /// Attribute bits 0-2 value of zstd.

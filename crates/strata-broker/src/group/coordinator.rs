@@ -38,8 +38,8 @@ use super::member::Ticket;
 use super::offsets::LoadedRecord;
 use super::store::{OffsetsStore, StoreError, StoreRecord};
 use super::OFFSETS_TOPIC;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
-use crate::errors::ApiError;
 
 /// Longest real-time sleep of the timer task.
 pub(crate) const TIMER_POLL_MS: u64 = 50;

@@ -1,80 +1,33 @@
-//! Kafka protocol error codes: the one place where engine and broker errors
-//! become the codes clients see.
+//! Kafka protocol error codes: the one place where errors become the codes
+//! clients see. Numbers come from `kafka-protocol`'s [`ResponseError`];
+//! none is declared here.
 //!
-//! [`ApiError`] is what handlers return for a topic or partition; [`ApiError::code`]
-//! and [`log_error_code`] are the mapping. Engine errors are classified by
-//! variant (and, for invalid batches, by `BatchError::class()`), never by text.
+//! - [`ApiError::code`] / [`ApiError::kind`]: a handler's failure.
+//! - [`log_error_code`]: an engine error ([`LogError`]), by variant (and,
+//!   for invalid batches, by `BatchError::class()`), never by text.
+//! - [`tiered_error_code`]: a remote-tier read ([`TieredError`]).
+//! - `DynamicConfigError::code`: AlterConfigs / IncrementalAlterConfigs.
+//! - `StoreError::group_error` / `StoreError::commit_error`: a failed write
+//!   to `__consumer_offsets`, as JoinGroup/SyncGroup and OffsetCommit see it.
+//!
+//! The mappings of errors declared in other modules are inherent methods
+//! written here, so those modules call them without importing this one
+//! (the import graph stays acyclic).
 
 use kafka_protocol::error::ResponseError;
 use strata_log::batch::ErrorClass;
 use strata_log::producer_state::ProducerStateError;
 use strata_log::LogError;
-use thiserror::Error;
+use strata_tiered::TieredError;
 
-use crate::topics::TopicStoreError;
+use crate::api_error::ApiError;
+use crate::dynamic_config::DynamicConfigError;
+use crate::group::store::StoreError;
 
-/// A per-topic / per-partition failure of a request.
-#[derive(Debug, Error)]
-pub(crate) enum ApiError {
-    #[error("this server does not host this topic-partition")]
-    UnknownTopicOrPartition,
-    #[error("unknown topic id")]
-    UnknownTopicId,
-    #[error("invalid topic name: {reason}")]
-    InvalidTopic { reason: &'static str },
-    #[error("invalid number of partitions: {reason}")]
-    InvalidPartitions { reason: &'static str },
-    #[error("invalid replication factor: {reason}")]
-    InvalidReplicationFactor { reason: &'static str },
-    #[error("invalid replica assignment: {reason}")]
-    InvalidReplicaAssignment { reason: &'static str },
-    #[error("invalid config: {0}")]
-    InvalidConfig(strata_log::ConfigError),
-    #[error("invalid config: {reason}")]
-    InvalidConfigOther { reason: String },
-    #[error("topic already exists")]
-    TopicAlreadyExists,
-    #[error("invalid request: {reason}")]
-    InvalidRequest { reason: &'static str },
-    #[error("invalid required acks {acks}")]
-    InvalidRequiredAcks { acks: i16 },
-    #[error("requested offset {requested} is above the high watermark {high_watermark}")]
-    OffsetAboveHighWatermark { requested: i64, high_watermark: i64 },
-    #[error("leader epoch {requested} is newer than the current epoch {current}")]
-    UnknownLeaderEpoch { requested: i32, current: i32 },
-    #[error("leader epoch {requested} is older than the current epoch {current}")]
-    FencedLeaderEpoch { requested: i32, current: i32 },
-    #[error("in-sync replicas {isr} are fewer than min.insync.replicas {required}")]
-    NotEnoughReplicas { isr: i32, required: i32 },
-    #[error("zstd-compressed batches need Produce v7+ / Fetch v10+")]
-    UnsupportedCompression,
-    #[error("incremental fetch session {session_id} not found")]
-    FetchSessionIdNotFound { session_id: i32 },
-    /// The partition is hosted here but cannot be served (Kafka
-    /// `HostedPartition.Offline`): Produce, Fetch and DeleteTopics answer
-    /// KAFKA_STORAGE_ERROR.
-    #[error("partition {tp} is offline: {reason}")]
-    PartitionOffline {
-        tp: strata_log::TopicPartition,
-        reason: crate::offline::OfflineReason,
-    },
-    /// Metadata's answer for an offline partition: no leader (Kafka's
-    /// `KRaftMetadataCache` once the controller took the offline replica's
-    /// leadership away).
-    #[error("the partition has no leader")]
-    LeaderNotAvailable,
-    #[error("topic metadata store failure: {0}")]
-    Store(#[source] TopicStoreError),
-    #[error("{0}")]
-    Log(#[source] LogError),
-}
+/// The `error_code` of a response part that succeeded (Kafka `Errors.NONE`).
+pub(crate) const NONE: i16 = 0;
 
 impl ApiError {
-    pub(crate) fn store(e: TopicStoreError) -> ApiError {
-        tracing::error!(error = %strata_log::ErrorChain(&e), "topic metadata store failure");
-        ApiError::Store(e)
-    }
-
     /// The Kafka error code for this failure.
     pub(crate) fn code(&self) -> i16 {
         self.kind().code()
@@ -101,14 +54,13 @@ impl ApiError {
             ApiError::FetchSessionIdNotFound { .. } => R::FetchSessionIdNotFound,
             ApiError::PartitionOffline { .. } => R::KafkaStorageError,
             ApiError::LeaderNotAvailable => R::LeaderNotAvailable,
+            ApiError::BrokerIdNotInteger { .. } | ApiError::UnexpectedBrokerId { .. } => {
+                R::InvalidRequest
+            }
+            ApiError::Remote(e) => tiered_error_code(e),
             ApiError::Store(_) => R::UnknownServerError,
             ApiError::Log(e) => log_error_code(e),
         }
-    }
-
-    /// Message for responses that carry one (`error_message` fields).
-    pub(crate) fn message(&self) -> String {
-        self.to_string()
     }
 }
 
@@ -132,6 +84,59 @@ pub(crate) fn log_error_code(e: &LogError) -> ResponseError {
         LogError::Config { .. } => R::InvalidConfig,
         LogError::ProducerState { source, .. } => producer_state_code(source),
         _ => R::UnknownServerError,
+    }
+}
+
+/// Map a failed remote-tier read (Fetch below the local log start).
+pub(crate) fn tiered_error_code(e: &TieredError) -> ResponseError {
+    use ResponseError as R;
+    match e {
+        TieredError::OffsetOutOfRange { .. } => R::OffsetOutOfRange,
+        TieredError::Storage { .. } => R::KafkaStorageError,
+        _ => R::UnknownServerError,
+    }
+}
+
+impl DynamicConfigError {
+    /// The Kafka error code AlterConfigs and IncrementalAlterConfigs answer
+    /// (Kafka `ConfigAdminManager`: a bad request is INVALID_REQUEST, a list
+    /// operation on a non-list config INVALID_CONFIG).
+    pub(crate) fn code(&self) -> i16 {
+        use ResponseError as R;
+        match self {
+            DynamicConfigError::NotAList { .. } => R::InvalidConfig,
+            DynamicConfigError::Io { .. }
+            | DynamicConfigError::Parse { .. }
+            | DynamicConfigError::Version { .. } => R::UnknownServerError,
+            DynamicConfigError::NotDynamic { .. }
+            | DynamicConfigError::InvalidValue { .. }
+            | DynamicConfigError::UnexpectedBrokerId { .. }
+            | DynamicConfigError::BadBrokerId { .. }
+            | DynamicConfigError::NullValue { .. }
+            | DynamicConfigError::DuplicateKeys
+            | DynamicConfigError::UnknownOperation { .. } => R::InvalidRequest,
+        }
+        .code()
+    }
+}
+
+impl StoreError {
+    /// Kafka `storeGroup`'s mapping of append errors for JoinGroup/SyncGroup.
+    pub(crate) fn group_error(&self) -> ResponseError {
+        match self {
+            StoreError::Unavailable { .. } => ResponseError::CoordinatorNotAvailable,
+            StoreError::Storage { .. } => ResponseError::NotCoordinator,
+            StoreError::TooLarge { .. } => ResponseError::UnknownServerError,
+        }
+    }
+
+    /// Kafka `maybeConvertOffsetCommitError` for OffsetCommit.
+    pub(crate) fn commit_error(&self) -> ResponseError {
+        match self {
+            StoreError::Unavailable { .. } => ResponseError::CoordinatorNotAvailable,
+            StoreError::Storage { .. } => ResponseError::NotCoordinator,
+            StoreError::TooLarge { .. } => ResponseError::InvalidCommitOffsetSize,
+        }
     }
 }
 
