@@ -9,16 +9,17 @@
 //! another is taken except `admin` → store.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use strata_log::{Log, LogConfig, LogManager, TopicPartition};
+use strata_log::{LeaderEpoch, Log, LogConfig, LogManager, TopicPartition};
 use tokio::sync::watch;
 
 use crate::api_error::ApiError;
 use crate::config::{BrokerConfig, Listener};
 use crate::dynamic_config::{DynamicBrokerConfig, DynamicConfigError};
-use crate::group::coordinator::GroupCoordinator;
+use crate::group::coordinator::{GroupCoordinator, GroupHost};
 use crate::offline::{OfflineReason, RefusedPartitions};
 use crate::stats::Stats;
 use crate::topics::{TopicInfo, TopicStore};
@@ -161,6 +162,57 @@ impl Broker {
         let id = block.next;
         block.next += 1;
         Ok(id)
+    }
+}
+
+/// The group coordinator's view of the broker.
+impl GroupHost for Broker {
+    fn coordinator(&self) -> &GroupCoordinator {
+        &self.groups
+    }
+
+    fn run_blocking<T, F>(self: &Arc<Self>, f: F) -> impl Future<Output = T> + Send
+    where
+        F: FnOnce(&Self) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.blocking(f)
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.logs.clock().now_ms()
+    }
+
+    fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.clone()
+    }
+
+    fn create_internal_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), ApiError> {
+        self.create_topic(name, partitions, 1, configs, false)
+            .map(drop)
+    }
+
+    fn partition_count(&self, name: &str) -> Option<i32> {
+        self.topics.get(name).map(|info| info.partitions)
+    }
+
+    fn leader_log(&self, topic: &str, partition: i32) -> Option<(Arc<Log>, LeaderEpoch)> {
+        let info = self.topics.get(topic)?;
+        let log = self.log(topic, partition)?;
+        Some((log, LeaderEpoch(self.leader_epoch(&info))))
+    }
+
+    fn durable_append(&self) -> bool {
+        self.config.durable_append
+    }
+
+    fn appended(&self) {
+        self.notify_appended();
     }
 }
 
