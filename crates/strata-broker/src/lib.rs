@@ -14,15 +14,27 @@
 //!   and frame-arrival deadlines.
 //! - `connection_quotas`: per-client-address connection limits.
 //! - `protocol_log`: rate-limited INFO lines for protocol errors.
-//! - `dispatch`: header decoding, version checks, response encoding.
-//! - `apis`: one module per Kafka API.
+//! - `dispatch`: header decoding, version checks, routing to `apis`.
+//! - `response`: the response frame (memory and `sendfile` parts) and its
+//!   encoder, shared by `connection` and `apis`.
+//! - `apis`: one module per Kafka API; body decoding, answer encoding.
 //! - `broker`: the state handlers share.
+//! - `admin`: topic creation, deletion, partitions and config changes.
+//! - `placement`: Kafka's replica placement.
 //! - `topics`: the persisted topic metadata store (`strata-topics.json`).
 //! - `reconcile`: startup agreement between the store and the log directories.
 //! - `offline`: which hosted partitions cannot be served and why.
-//! - `errors`: the one mapping from engine errors to Kafka error codes.
-//! - `error`: [`BrokerError`], failures of the broker itself.
+//! - `dynamic_config`: dynamic broker configs (`strata-broker-configs.json`).
+//! - `config_entry`: one described config (DescribeConfigs, CreateTopics).
+//! - `group`: the consumer-group coordinator and `__consumer_offsets`.
+//! - `tiered`: the broker's hooks into the remote tier (`strata-tiered`).
+//! - `api_error`: why a request failed for one topic, partition or resource.
+//! - `error_code`: the one mapping from errors to Kafka error codes.
+//! - `error`: [`BrokerError`] and [`DispatchError`], failures of the broker
+//!   itself.
 //! - `stats`: counters ([`BrokerStats`]).
+//!
+//! Module dependencies point one way (`scripts/check-import-loops.py`).
 
 mod admin;
 mod api_error;
