@@ -27,6 +27,11 @@ use crate::group::store::StoreError;
 /// The `error_code` of a response part that succeeded (Kafka `Errors.NONE`).
 pub(crate) const NONE: i16 = 0;
 
+/// The `error_code` of an optional error: `None` is [`NONE`].
+pub(crate) fn code_of(error: Option<ResponseError>) -> i16 {
+    error.map_or(NONE, |e| e.code())
+}
+
 impl ApiError {
     /// The Kafka error code for this failure.
     pub(crate) fn code(&self) -> i16 {
