@@ -19,14 +19,15 @@
 //!   encoder, shared by `connection` and `apis`.
 //! - `apis`: one module per Kafka API; body decoding, answer encoding.
 //! - `broker`: the state handlers share.
-//! - `admin`: topic creation, deletion, partitions and config changes.
+//! - `admin`: topic creation, deletion, partition growth and config changes.
 //! - `placement`: Kafka's replica placement.
 //! - `topics`: the persisted topic metadata store (`strata-topics.json`).
 //! - `reconcile`: startup agreement between the store and the log directories.
 //! - `offline`: which hosted partitions cannot be served and why.
-//! - `dynamic_config`: dynamic broker configs (`strata-broker-configs.json`).
+//! - `dynamic_config`: dynamic broker configs (KIP-226), kept across restarts
+//!   (`strata-broker-configs.json`).
 //! - `config_entry`: one described config (DescribeConfigs, CreateTopics).
-//! - `group`: the consumer-group coordinator and `__consumer_offsets`.
+//! - `group`: the classic group coordinator and `__consumer_offsets`.
 //! - `tiered`: the broker's hooks into the remote tier (`strata-tiered`).
 //! - `api_error`: why a request failed for one topic, partition or resource.
 //! - `error_code`: the one mapping from errors to Kafka error codes.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use crate::format::is_java_whitespace;
-use crate::fs::write_atomically;
+use crate::fs::{write_atomically, StdFs};
 use crate::types::{Offset, TopicPartition};
 
 /// Version of every checkpoint file Kafka 3.9 writes.
@@ -212,7 +212,7 @@ where
 ///
 /// [`CheckpointError::Io`].
 pub fn write_checkpoint(path: &Path, text: &str) -> Result<(), CheckpointError> {
-    write_atomically(path, text.as_bytes()).map_err(|source| CheckpointError::Io {
+    write_atomically(&StdFs, path, text.as_bytes()).map_err(|source| CheckpointError::Io {
         path: path.to_path_buf(),
         source,
     })

@@ -1,6 +1,6 @@
 //! The producer snapshot file `<20-digit offset>.snapshot`, version 1
 //! (Kafka `ProducerStateManager.readSnapshot` / `writeSnapshot`,
-//! `ProducerSnapshot.json`; `reference/kafka-disk-format.md` §6.2).
+//! `ProducerSnapshot.json`; `docs/kafka-behaviour.md` §6.2).
 //!
 //! Usable on its own (the dump tool reads snapshots with [`read_snapshot`]).
 
@@ -235,7 +235,8 @@ pub fn write_snapshot(
         .map_err(io("write producer snapshot"))?;
     if sync {
         file.sync_all().map_err(io("fsync producer snapshot"))?;
-        crate::fs::fsync_parent(path).map_err(io("fsync directory of producer snapshot"))?;
+        crate::fs::fsync_parent(&crate::fs::StdFs, path)
+            .map_err(io("fsync directory of producer snapshot"))?;
     }
     Ok(())
 }

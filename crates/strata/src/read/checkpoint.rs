@@ -1,7 +1,7 @@
 //! Checkpoint files, read strictly and read-only through
 //! `strata_log::checkpoint::read_checkpoint`, entries kept in file order.
 //!
-//! Format (`reference/kafka-disk-format.md` §7.1), UTF-8 text, `\n` lines:
+//! Format (`docs/kafka-behaviour.md` §7.1), UTF-8 text, `\n` lines:
 //!
 //! ```text
 //! <version>\n          0

@@ -12,7 +12,7 @@
 //! broker's directory must not map a file the broker may truncate (a read of
 //! a truncated mapping is a SIGBUS).
 //!
-//! Format (`reference/kafka-disk-format.md` §3.1, §4.1), big-endian, no header:
+//! Format (`docs/kafka-behaviour.md` §3.1, §4.1), big-endian, no header:
 //!
 //! ```text
 //! .index      relativeOffset i32 | position i32                 (8 bytes)

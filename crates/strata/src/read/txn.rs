@@ -4,7 +4,7 @@
 //! reader only reads the file (the library's `TransactionIndex::open` opens
 //! it read-write, which a dump tool must not do).
 //!
-//! Format (`reference/kafka-disk-format.md` §5.1), 34 bytes per entry:
+//! Format (`docs/kafka-behaviour.md` §5.1), 34 bytes per entry:
 //! `version i16 | producerId i64 | firstOffset i64 | lastOffset i64 |
 //! lastStableOffset i64`. A trailing partial entry is ignored, as Kafka's
 //! iterator does.
