@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use strata_log::{LogConfig, TopicPartition};
 
+use crate::api_error::ApiError;
 use crate::broker::{effective_config, Broker};
-use crate::errors::ApiError;
 use crate::placement::{assign_replicas, BrokerMetadata, PlacementError};
 use crate::topics::{self, TopicInfo};
 

@@ -9,14 +9,18 @@
 //! another is taken except `admin` → store.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use strata_log::{Log, LogConfig, LogManager, TopicPartition};
+use strata_log::{LeaderEpoch, Log, LogConfig, LogManager, TopicPartition};
 use tokio::sync::watch;
 
+use crate::api_error::ApiError;
 use crate::config::{BrokerConfig, Listener};
-use crate::errors::ApiError;
+use crate::dynamic_config::{DynamicBrokerConfig, DynamicConfigError};
+use crate::group::coordinator::{GroupCoordinator, GroupHost};
+use crate::offline::{OfflineReason, RefusedPartitions};
 use crate::stats::Stats;
 use crate::topics::{TopicInfo, TopicStore};
 
@@ -40,15 +44,15 @@ pub(crate) struct Broker {
     pub admin: Mutex<()>,
     producer_ids: Mutex<ProducerIdBlock>,
     /// The consumer-group coordinator (its own locking, see `group::coordinator`).
-    pub groups: crate::group::coordinator::GroupCoordinator,
+    pub groups: GroupCoordinator,
     /// The remote tier, when `remote.log.storage.system.enable=true` (set once at start).
     pub tiered: std::sync::OnceLock<Arc<strata_tiered::RemoteLogManager>>,
     /// Dynamic broker configs; the log defaults in force come from here,
     /// not from `config.log_config` (which is the static part only).
-    pub dynamic: Arc<crate::dynamic_config::DynamicBrokerConfig>,
+    pub dynamic: Arc<DynamicBrokerConfig>,
     /// Partitions refused at startup (see `offline`); set before the broker
     /// is shared, fixed until restart.
-    pub refused: crate::offline::RefusedPartitions,
+    pub refused: RefusedPartitions,
 }
 
 #[derive(Debug, Default)]
@@ -74,7 +78,7 @@ impl Broker {
         topics: Arc<TopicStore>,
         logs: Arc<LogManager>,
         shutdown: watch::Receiver<bool>,
-        dynamic: Arc<crate::dynamic_config::DynamicBrokerConfig>,
+        dynamic: Arc<DynamicBrokerConfig>,
     ) -> Broker {
         let advertised = match &config.advertised_listener {
             Some(l) => l.clone(),
@@ -92,7 +96,7 @@ impl Broker {
             }
         };
         Broker {
-            groups: crate::group::coordinator::GroupCoordinator::new(config.group.clone()),
+            groups: GroupCoordinator::new(config.group.clone()),
             config,
             cluster_id,
             advertised,
@@ -105,7 +109,7 @@ impl Broker {
             producer_ids: Mutex::new(ProducerIdBlock::default()),
             tiered: std::sync::OnceLock::new(),
             dynamic,
-            refused: crate::offline::RefusedPartitions::new(),
+            refused: RefusedPartitions::new(),
         }
     }
 
@@ -158,6 +162,159 @@ impl Broker {
         let id = block.next;
         block.next += 1;
         Ok(id)
+    }
+}
+
+/// The group coordinator's view of the broker.
+impl GroupHost for Broker {
+    fn coordinator(&self) -> &GroupCoordinator {
+        &self.groups
+    }
+
+    fn run_blocking<T, F>(self: &Arc<Self>, f: F) -> impl Future<Output = T> + Send
+    where
+        F: FnOnce(&Self) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.blocking(f)
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.logs.clock().now_ms()
+    }
+
+    fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.clone()
+    }
+
+    fn create_internal_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), ApiError> {
+        self.create_topic(name, partitions, 1, configs, false)
+            .map(drop)
+    }
+
+    fn partition_count(&self, name: &str) -> Option<i32> {
+        self.topics.get(name).map(|info| info.partitions)
+    }
+
+    fn leader_log(&self, topic: &str, partition: i32) -> Option<(Arc<Log>, LeaderEpoch)> {
+        let info = self.topics.get(topic)?;
+        let log = self.log(topic, partition)?;
+        Some((log, LeaderEpoch(self.leader_epoch(&info))))
+    }
+
+    fn appended(&self) {
+        self.notify_appended();
+    }
+}
+
+/// Dynamic broker configs (see `dynamic_config`).
+impl Broker {
+    /// The topic-config defaults now in force (static + dynamic).
+    pub(crate) fn log_defaults(&self) -> Arc<LogConfig> {
+        self.dynamic.log_defaults()
+    }
+
+    /// Change the dynamic configs of BROKER resource `resource_name` with
+    /// `change` (blocking) and push new log defaults to every live log.
+    ///
+    /// # Errors
+    /// As [`DynamicBrokerConfig::alter`], or a resource name that is not
+    /// empty and not this broker's id.
+    pub(crate) fn alter_broker_configs(
+        &self,
+        resource_name: &str,
+        validate_only: bool,
+        change: impl FnOnce(
+            &BTreeMap<String, String>,
+        ) -> Result<BTreeMap<String, String>, DynamicConfigError>,
+    ) -> Result<(), DynamicConfigError> {
+        let level = self.dynamic.level_of(resource_name)?;
+        // Topic config changes read the defaults under the same lock, so a
+        // log never ends up with a mix of old and new.
+        let _admin = self.admin.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(defaults) = self.dynamic.alter(level, validate_only, change)? {
+            let mut updated = 0usize;
+            for log in self.logs.all_logs() {
+                let cfg = match self.topics.get(&log.topic_partition().topic) {
+                    Some(info) => effective_config(&defaults, &info),
+                    None => (*defaults).clone(),
+                };
+                if log.config() != cfg {
+                    log.update_config(cfg);
+                    updated += 1;
+                }
+            }
+            self.logs.cleaner().wake();
+            tracing::info!(
+                resource = resource_name,
+                logs = updated,
+                "dynamic broker config applied"
+            );
+        } else if !validate_only {
+            tracing::info!(
+                resource = resource_name,
+                "dynamic broker config stored (log defaults unchanged)"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Offline partitions (see `offline`).
+impl Broker {
+    /// The log of partition `partition` of `info`, if it can be served.
+    ///
+    /// # Errors
+    /// [`ApiError::UnknownTopicOrPartition`] for a partition the topic does
+    /// not have; [`ApiError::PartitionOffline`] for an offline one.
+    pub(crate) fn partition_log(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+    ) -> Result<Arc<Log>, ApiError> {
+        if partition < 0 || partition >= info.partitions {
+            return Err(ApiError::UnknownTopicOrPartition);
+        }
+        let tp = TopicPartition::new(info.name.clone(), partition);
+        if let Some(reason) = self.refused.get(&tp) {
+            return Err(ApiError::PartitionOffline {
+                tp,
+                reason: reason.clone(),
+            });
+        }
+        match self.logs.get_log(&tp) {
+            Some(log) if log.dir_health().is_online() => Ok(log),
+            Some(log) => Err(ApiError::PartitionOffline {
+                tp,
+                reason: OfflineReason::DirOffline {
+                    dir: log.dir_health().dir().to_path_buf(),
+                },
+            }),
+            None => {
+                let offline_dirs = self.logs.offline_dirs();
+                if offline_dirs.is_empty() {
+                    Err(ApiError::UnknownTopicOrPartition)
+                } else {
+                    Err(ApiError::PartitionOffline {
+                        tp,
+                        reason: OfflineReason::NotLoaded { offline_dirs },
+                    })
+                }
+            }
+        }
+    }
+
+    /// True when the partition exists but is offline.
+    pub(crate) fn partition_offline(&self, info: &TopicInfo, partition: i32) -> bool {
+        matches!(
+            self.partition_log(info, partition),
+            Err(ApiError::PartitionOffline { .. })
+        )
     }
 }
 

@@ -33,6 +33,7 @@ use tokio::time::Instant;
 
 use crate::broker::Broker;
 use crate::dispatch;
+use crate::response::{Response, ResponsePart};
 use crate::stats::Stats;
 
 /// Responses queued per connection before the reader waits for the writer.
@@ -64,29 +65,6 @@ impl FrameLimits {
             max_bytes: config.socket_request_max_bytes,
             idle,
             receive: Duration::from_millis(config.request_receive_timeout_ms).min(idle),
-        }
-    }
-}
-
-/// A piece of a response frame.
-#[derive(Debug)]
-pub(crate) enum ResponsePart {
-    /// Bytes encoded in memory.
-    Mem(Bytes),
-    /// A region of a segment file, sent with `sendfile(2)`.
-    File(FileSlice),
-}
-
-/// A complete response frame, size prefix included.
-#[derive(Debug)]
-pub(crate) struct Response {
-    pub parts: Vec<ResponsePart>,
-}
-
-impl Response {
-    pub(crate) fn from_bytes(frame: Bytes) -> Response {
-        Response {
-            parts: vec![ResponsePart::Mem(frame)],
         }
     }
 }

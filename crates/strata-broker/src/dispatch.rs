@@ -15,14 +15,14 @@
 
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
-use thiserror::Error;
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind};
+use kafka_protocol::protocol::Decodable;
 
 use crate::apis::{self, RequestContext};
 use crate::broker::Broker;
-use crate::connection::Response;
+use crate::error::DispatchError;
+use crate::response::Response;
 
 // A 22-byte request declaring 0x7fffffff array elements aborted the broker
 // until the decoder was bounded; never build against a copy without the bound.
@@ -30,33 +30,6 @@ const _: () = assert!(
     kafka_protocol::protocol::types::STRATA_BOUNDED_DECODE,
     "kafka-protocol must be the bounded-decode copy in vendor/kafka-protocol"
 );
-
-/// Why a request closed its connection.
-#[derive(Debug, Error)]
-pub enum DispatchError {
-    #[error("request of {len} bytes is too short for a request header")]
-    Truncated { len: usize },
-    #[error("unknown API key {key}")]
-    UnknownApiKey { key: i16 },
-    #[error("{api:?} version {version} is not supported")]
-    UnsupportedVersion { api: ApiKey, version: i16 },
-    #[error("cannot decode {api:?} v{version} request")]
-    Decode {
-        api: ApiKey,
-        version: i16,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    #[error("produce with acks=0 failed; closing the connection to tell the client")]
-    ProduceFailedWithoutAcks,
-    #[error("cannot encode {api:?} v{version} response")]
-    Encode {
-        api: ApiKey,
-        version: i16,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-}
 
 /// Handle one request frame (without its size prefix). `Ok(None)`: no
 /// response is due (Produce with acks=0).
@@ -166,57 +139,5 @@ pub fn decode_request(frame: Bytes) -> Result<(RequestHeader, RequestKind), Disp
             api: ApiKey::ApiVersions,
             version,
         }),
-    }
-}
-
-/// Decode a request body of the context's version.
-pub(crate) fn decode<T: Decodable>(
-    ctx: &RequestContext,
-    mut body: Bytes,
-) -> Result<T, DispatchError> {
-    T::decode(&mut body, ctx.version).map_err(|e| DispatchError::Decode {
-        api: ctx.api,
-        version: ctx.version,
-        source: e.into(),
-    })
-}
-
-/// Encode `body` as the response to `ctx`: size prefix, response header
-/// (v0 or v1 by the response's flexibility), body.
-pub(crate) fn encode<R: Encodable + HeaderVersion>(
-    ctx: &RequestContext,
-    body: &R,
-) -> Result<Response, DispatchError> {
-    encode_with(ctx.header.correlation_id, ctx.api, ctx.version, body).map(Response::from_bytes)
-}
-
-/// [`encode`] without a context (ApiVersions fallback, tests).
-pub(crate) fn encode_with<R: Encodable + HeaderVersion>(
-    correlation_id: i32,
-    api: ApiKey,
-    version: i16,
-    body: &R,
-) -> Result<Bytes, DispatchError> {
-    let mut buf = BytesMut::with_capacity(256);
-    buf.put_i32(0);
-    let header = ResponseHeader::default().with_correlation_id(correlation_id);
-    header
-        .encode(&mut buf, R::header_version(version))
-        .map_err(encode_error(api, version))?;
-    body.encode(&mut buf, version)
-        .map_err(encode_error(api, version))?;
-    let size = (buf.len() - 4) as i32;
-    buf[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(buf.freeze())
-}
-
-fn encode_error<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
-    api: ApiKey,
-    version: i16,
-) -> impl FnOnce(E) -> DispatchError {
-    move |e| DispatchError::Encode {
-        api,
-        version,
-        source: e.into(),
     }
 }

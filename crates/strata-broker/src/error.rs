@@ -1,9 +1,11 @@
-//! Errors of the broker's own operations (startup, config, topic store,
-//! connections). Kafka protocol error codes are a different thing and live in
-//! [`crate::errors`].
+//! Errors of the broker's own operations: [`BrokerError`] (startup, config,
+//! topic store, shutdown) and [`DispatchError`] (a request that closes its
+//! connection). What a client is answered for a failed request is a
+//! different thing: `api_error` says why, `error_code` which Kafka code.
 
 use std::path::PathBuf;
 
+use kafka_protocol::messages::ApiKey;
 use thiserror::Error;
 
 use crate::config::ConfigError;
@@ -55,4 +57,31 @@ pub enum BrokerError {
         topics.join(", ")
     )]
     TieredTopicsWithoutTieredStorage { topics: Vec<String> },
+}
+
+/// Why a request closed its connection.
+#[derive(Debug, Error)]
+pub enum DispatchError {
+    #[error("request of {len} bytes is too short for a request header")]
+    Truncated { len: usize },
+    #[error("unknown API key {key}")]
+    UnknownApiKey { key: i16 },
+    #[error("{api:?} version {version} is not supported")]
+    UnsupportedVersion { api: ApiKey, version: i16 },
+    #[error("cannot decode {api:?} v{version} request")]
+    Decode {
+        api: ApiKey,
+        version: i16,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("produce with acks=0 failed; closing the connection to tell the client")]
+    ProduceFailedWithoutAcks,
+    #[error("cannot encode {api:?} v{version} response")]
+    Encode {
+        api: ApiKey,
+        version: i16,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }

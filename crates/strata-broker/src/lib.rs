@@ -14,36 +14,47 @@
 //!   and frame-arrival deadlines.
 //! - `connection_quotas`: per-client-address connection limits.
 //! - `protocol_log`: rate-limited INFO lines for protocol errors.
-//! - `dispatch`: header decoding, version checks, response encoding.
-//! - `apis`: one module per Kafka API.
-//! - `admin`: topic creation, deletion, partition growth and config changes.
-//! - `dynamic_config`: dynamic broker configs (KIP-226), kept across restarts.
-//! - `group`: the classic group coordinator and `__consumer_offsets`.
-//! - `placement`: Kafka's replica placement.
-//! - `tiered`: the broker's hooks into the remote tier (`strata-tiered`).
+//! - `dispatch`: header decoding, version checks, routing to `apis`.
+//! - `response`: the response frame (memory and `sendfile` parts) and its
+//!   encoder, shared by `connection` and `apis`.
+//! - `apis`: one module per Kafka API; body decoding, answer encoding.
 //! - `broker`: the state handlers share.
+//! - `admin`: topic creation, deletion, partition growth and config changes.
+//! - `placement`: Kafka's replica placement.
 //! - `topics`: the persisted topic metadata store (`strata-topics.json`).
 //! - `reconcile`: startup agreement between the store and the log directories.
 //! - `offline`: which hosted partitions cannot be served and why.
-//! - `errors`: the one mapping from engine errors to Kafka error codes.
-//! - `error`: [`BrokerError`], failures of the broker itself.
+//! - `dynamic_config`: dynamic broker configs (KIP-226), kept across restarts
+//!   (`strata-broker-configs.json`).
+//! - `config_entry`: one described config (DescribeConfigs, CreateTopics).
+//! - `group`: the classic group coordinator and `__consumer_offsets`.
+//! - `tiered`: the broker's hooks into the remote tier (`strata-tiered`).
+//! - `api_error`: why a request failed for one topic, partition or resource.
+//! - `error_code`: the one mapping from errors to Kafka error codes.
+//! - `error`: [`BrokerError`] and [`DispatchError`], failures of the broker
+//!   itself.
 //! - `stats`: counters ([`BrokerStats`]).
+//!
+//! Module dependencies point one way (`scripts/check-import-loops.py`).
 
 mod admin;
+mod api_error;
 mod apis;
 mod broker;
 mod config;
+mod config_entry;
 mod connection;
 mod connection_quotas;
 mod dispatch;
 mod dynamic_config;
 mod error;
-mod errors;
+mod error_code;
 mod group;
 mod offline;
 mod placement;
 mod protocol_log;
 mod reconcile;
+mod response;
 mod server;
 mod stats;
 mod tiered;
@@ -52,9 +63,9 @@ mod topics;
 pub use config::{
     BrokerConfig, ConfigError, ConnectionLimits, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR,
 };
-pub use dispatch::{decode_request, DispatchError};
+pub use dispatch::decode_request;
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
-pub use error::BrokerError;
+pub use error::{BrokerError, DispatchError};
 pub use group::config::GroupConfig;
 #[doc(hidden)]
 pub use group::records::fuzz_round_trip as fuzz_consumer_offsets_record;

@@ -18,14 +18,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use strata_log::{Log, TopicPartition};
+use strata_log::TopicPartition;
 use uuid::Uuid;
-
-use crate::broker::Broker;
-use crate::errors::ApiError;
-use crate::topics::TopicInfo;
 
 /// Why a hosted partition is not served.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,55 +68,3 @@ impl fmt::Display for OfflineReason {
 
 /// Partitions refused at startup (fixed until restart).
 pub(crate) type RefusedPartitions = BTreeMap<TopicPartition, OfflineReason>;
-
-impl Broker {
-    /// The log of partition `partition` of `info`, if it can be served.
-    ///
-    /// # Errors
-    /// [`ApiError::UnknownTopicOrPartition`] for a partition the topic does
-    /// not have; [`ApiError::PartitionOffline`] for an offline one.
-    pub(crate) fn partition_log(
-        &self,
-        info: &TopicInfo,
-        partition: i32,
-    ) -> Result<Arc<Log>, ApiError> {
-        if partition < 0 || partition >= info.partitions {
-            return Err(ApiError::UnknownTopicOrPartition);
-        }
-        let tp = TopicPartition::new(info.name.clone(), partition);
-        if let Some(reason) = self.refused.get(&tp) {
-            return Err(ApiError::PartitionOffline {
-                tp,
-                reason: reason.clone(),
-            });
-        }
-        match self.logs.get_log(&tp) {
-            Some(log) if log.dir_health().is_online() => Ok(log),
-            Some(log) => Err(ApiError::PartitionOffline {
-                tp,
-                reason: OfflineReason::DirOffline {
-                    dir: log.dir_health().dir().to_path_buf(),
-                },
-            }),
-            None => {
-                let offline_dirs = self.logs.offline_dirs();
-                if offline_dirs.is_empty() {
-                    Err(ApiError::UnknownTopicOrPartition)
-                } else {
-                    Err(ApiError::PartitionOffline {
-                        tp,
-                        reason: OfflineReason::NotLoaded { offline_dirs },
-                    })
-                }
-            }
-        }
-    }
-
-    /// True when the partition exists but is offline.
-    pub(crate) fn partition_offline(&self, info: &TopicInfo, partition: i32) -> bool {
-        matches!(
-            self.partition_log(info, partition),
-            Err(ApiError::PartitionOffline { .. })
-        )
-    }
-}

@@ -22,13 +22,10 @@ use bytes::Bytes;
 use strata_log::{Log, LogConfig, LogError, Offset, SharedClock, Timestamp};
 use strata_tiered::{RemoteLogManager, TieredError};
 
+use crate::api_error::ApiError;
 use crate::broker::Broker;
 use crate::error::BrokerError;
-use crate::errors::ApiError;
 
-const OFFSET_OUT_OF_RANGE: i16 = 1;
-const UNKNOWN_SERVER_ERROR: i16 = -1;
-const KAFKA_STORAGE_ERROR: i16 = 56;
 const EARLIEST: i64 = -2;
 const LATEST_TIERED: i64 = -5;
 
@@ -162,7 +159,7 @@ pub(crate) async fn shutdown(broker: &Arc<Broker>) {
 
 /// Fetch below the local log start of a tiered partition (blocking caller):
 /// `None` when the error is not for the remote tier, else the records or
-/// the partition's error code.
+/// [`ApiError::Remote`] (its Kafka code is decided in `error_code`).
 pub(crate) fn remote_read(
     b: &Broker,
     log: &Log,
@@ -170,7 +167,7 @@ pub(crate) fn remote_read(
     fetch_offset: i64,
     max_bytes: usize,
     min_one_message: bool,
-) -> Option<Result<Bytes, i16>> {
+) -> Option<Result<Bytes, ApiError>> {
     let rlm = b.tiered.get()?;
     let tp = log.topic_partition();
     match error {
@@ -189,13 +186,11 @@ pub(crate) fn remote_read(
         Ok(rx) => rx.blocking_recv().unwrap_or(Err(TieredError::Cancelled)),
         Err(e) => Err(e),
     };
-    Some(answer.map(|r| r.records).map_err(|e| match e {
-        TieredError::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
-        TieredError::Storage { .. } => KAFKA_STORAGE_ERROR,
-        error => {
-            tracing::warn!(%tp, %error, "remote read failed");
-            UNKNOWN_SERVER_ERROR
+    Some(answer.map(|r| r.records).map_err(|error| {
+        if !matches!(error, TieredError::OffsetOutOfRange { .. }) {
+            tracing::warn!(%tp, error = %strata_log::ErrorChain(&error), "remote read failed");
         }
+        ApiError::Remote(error)
     }))
 }
 

@@ -18,12 +18,12 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use strata_log::{ConfigType, LogConfig};
 
-use super::configs::{apply_list_op, resource};
 use super::RequestContext;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
+use crate::config_entry::resource;
 use crate::dynamic_config::op::{APPEND, DELETE, SET, SUBTRACT};
-use crate::dynamic_config::{self, ConfigOp as Op, DynamicConfigError};
-use crate::errors::ApiError;
+use crate::dynamic_config::{self, apply_list_op, ConfigOp as Op, DynamicConfigError};
 
 /// Why one resource's change failed.
 #[derive(Debug)]

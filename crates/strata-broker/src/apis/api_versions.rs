@@ -6,8 +6,8 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 use super::{RequestContext, API_VERSIONS_MAX, SUPPORTED};
-use crate::connection::Response;
-use crate::dispatch::encode_with;
+use crate::response::encode_with;
+use crate::response::Response;
 
 pub(crate) async fn handle(_ctx: &RequestContext, _req: ApiVersionsRequest) -> ApiVersionsResponse {
     // Kafka validates client_software_name/version (v3+) and answers

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
-use crate::errors::ApiError;
+use crate::api_error::ApiError;
 
 pub(crate) async fn handle(
     ctx: &RequestContext,

@@ -14,8 +14,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::configs::topic_entries;
 use super::RequestContext;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
-use crate::errors::ApiError;
 use crate::topics::TopicInfo;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse {

@@ -6,6 +6,7 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
 use super::RequestContext;
+use crate::error_code::code_of;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let ids: Vec<String> = req.groups_names.iter().map(|g| g.to_string()).collect();
@@ -18,7 +19,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: DeleteGroupsRequest) -> De
         .map(|(id, e)| {
             let mut r = DeletableGroupResult::default();
             r.group_id = id;
-            r.error_code = e.map_or(0, |e| e.code());
+            r.error_code = code_of(e);
             r
         })
         .collect();

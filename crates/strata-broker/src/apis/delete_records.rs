@@ -9,7 +9,7 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use strata_log::Offset;
 
 use super::RequestContext;
-use crate::errors::ApiError;
+use crate::api_error::ApiError;
 
 pub(crate) async fn handle(
     ctx: &RequestContext,

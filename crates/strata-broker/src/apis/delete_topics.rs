@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::RequestContext;
-use crate::errors::ApiError;
+use crate::api_error::ApiError;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let targets: Vec<(Option<String>, Uuid)> = if ctx.version >= 6 {

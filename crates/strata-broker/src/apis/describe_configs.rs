@@ -9,11 +9,12 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::configs::{resource, topic_entries, ConfigEntry};
+use super::configs::topic_entries;
 use super::RequestContext;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
+use crate::config_entry::{resource, ConfigEntry};
 use crate::dynamic_config::{broker_entries, default_entries};
-use crate::errors::ApiError;
 
 pub(crate) async fn handle(
     ctx: &RequestContext,
@@ -25,15 +26,15 @@ pub(crate) async fn handle(
         let mut out = DescribeConfigsResult::default();
         out.resource_type = r.resource_type;
         out.resource_name = r.resource_name.clone();
-        let entries: Result<Vec<ConfigEntry>, (i16, String)> = match r.resource_type {
+        let entries: Result<Vec<ConfigEntry>, ApiError> = match r.resource_type {
             resource::TOPIC => match broker.topics.get(r.resource_name.as_str()) {
                 Some(info) => Ok(topic_entries(broker, &info)),
-                None => Err(api_error(ApiError::UnknownTopicOrPartition)),
+                None => Err(ApiError::UnknownTopicOrPartition),
             },
             resource::BROKER => broker_resource(broker, r.resource_name.as_str()),
-            _ => Err(api_error(ApiError::InvalidRequest {
+            _ => Err(ApiError::InvalidRequest {
                 reason: "unsupported resource type",
-            })),
+            }),
         };
         match entries {
             Ok(entries) => {
@@ -53,9 +54,9 @@ pub(crate) async fn handle(
                     })
                     .collect();
             }
-            Err((code, message)) => {
-                out.error_code = code;
-                out.error_message = Some(StrBytes::from_string(message));
+            Err(e) => {
+                out.error_code = e.code();
+                out.error_message = Some(StrBytes::from_string(e.message()));
             }
         }
         resp.results.push(out);
@@ -63,33 +64,26 @@ pub(crate) async fn handle(
     resp
 }
 
-fn api_error(e: ApiError) -> (i16, String) {
-    (e.code(), e.message())
-}
-
 /// BROKER `""` is the cluster default level, `"<broker.id>"` this broker
 /// (Kafka `ConfigHelper`: anything else is INVALID_REQUEST).
-fn broker_resource(broker: &Broker, name: &str) -> Result<Vec<ConfigEntry>, (i16, String)> {
-    const INVALID_REQUEST: i16 = 42;
+fn broker_resource(broker: &Broker, name: &str) -> Result<Vec<ConfigEntry>, ApiError> {
     if name.is_empty() {
-        return Ok(default_entries(broker));
+        return Ok(default_entries(&broker.dynamic));
     }
-    let id: i32 = name.parse().map_err(|_| {
-        (
-            INVALID_REQUEST,
-            format!("Broker id must be an integer, but it is: {name}"),
-        )
+    let id: i32 = name.parse().map_err(|_| ApiError::BrokerIdNotInteger {
+        name: name.to_string(),
     })?;
     if id != broker.config.node_id {
-        return Err((
-            INVALID_REQUEST,
-            format!(
-                "Unexpected broker id, expected {} or empty string, but received {name}",
-                broker.config.node_id
-            ),
-        ));
+        return Err(ApiError::UnexpectedBrokerId {
+            expected: broker.config.node_id,
+            name: name.to_string(),
+        });
     }
-    Ok(broker_entries(broker))
+    Ok(broker_entries(
+        &broker.dynamic,
+        &broker.config,
+        &broker.advertised,
+    ))
 }
 
 fn to_wire(

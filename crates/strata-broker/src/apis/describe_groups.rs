@@ -7,6 +7,7 @@ use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::error_code::code_of;
 
 pub(crate) async fn handle(
     ctx: &RequestContext,
@@ -21,7 +22,7 @@ pub(crate) async fn handle(
             .await;
         let mut g = DescribedGroup::default();
         g.group_id = group_id;
-        g.error_code = s.error.map_or(0, |e| e.code());
+        g.error_code = code_of(s.error);
         g.group_state = StrBytes::from_static_str(s.state);
         g.protocol_type = StrBytes::from_string(s.protocol_type);
         g.protocol_data = StrBytes::from_string(s.protocol);

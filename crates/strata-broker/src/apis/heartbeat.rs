@@ -4,6 +4,7 @@
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use super::RequestContext;
+use crate::error_code::code_of;
 use crate::group::api;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: HeartbeatRequest) -> HeartbeatResponse {
@@ -15,6 +16,6 @@ pub(crate) async fn handle(ctx: &RequestContext, req: HeartbeatRequest) -> Heart
     };
     let error = ctx.broker.groups.heartbeat(&ctx.broker, hb).await;
     let mut resp = HeartbeatResponse::default();
-    resp.error_code = error.map_or(0, |e| e.code());
+    resp.error_code = code_of(error);
     resp
 }

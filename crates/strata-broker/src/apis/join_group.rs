@@ -14,6 +14,7 @@ use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::error_code::code_of;
 use crate::group::api::JoinRequest;
 use crate::group::member::Protocol;
 
@@ -73,7 +74,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinG
     };
     let r = ctx.broker.groups.join(&ctx.broker, join).await;
     let mut resp = JoinGroupResponse::default();
-    resp.error_code = r.error.map_or(0, |e| e.code());
+    resp.error_code = code_of(r.error);
     resp.generation_id = r.generation_id;
     if ctx.version >= 7 {
         resp.protocol_type = r.protocol_type.map(StrBytes::from_string);

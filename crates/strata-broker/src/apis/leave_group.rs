@@ -7,6 +7,7 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::error_code::code_of;
 use crate::group::api::LeaveMember;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse {
@@ -31,7 +32,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> Leav
         .await;
     let mut resp = LeaveGroupResponse::default();
     if ctx.version >= 3 {
-        resp.error_code = r.error.map_or(0, |e| e.code());
+        resp.error_code = code_of(r.error);
         resp.members = r
             .members
             .into_iter()
@@ -39,14 +40,14 @@ pub(crate) async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> Leav
                 let mut out = MemberResponse::default();
                 out.member_id = StrBytes::from_string(m.member_id);
                 out.group_instance_id = m.group_instance_id.map(StrBytes::from_string);
-                out.error_code = e.map_or(0, |e| e.code());
+                out.error_code = code_of(e);
                 out
             })
             .collect();
     } else {
         // One member: its error is the answer.
         let member_error = r.members.first().and_then(|(_, e)| *e);
-        resp.error_code = r.error.or(member_error).map_or(0, |e| e.code());
+        resp.error_code = code_of(r.error.or(member_error));
     }
     resp
 }

@@ -6,6 +6,7 @@ use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::error_code::code_of;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> ListGroupsResponse {
     let states: Vec<String> = if ctx.version >= 4 {
@@ -21,7 +22,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> List
             .any(|t| t.eq_ignore_ascii_case("classic"));
     let (error, groups) = ctx.broker.groups.list(&ctx.broker, states).await;
     let mut resp = ListGroupsResponse::default();
-    resp.error_code = error.map_or(0, |e| e.code());
+    resp.error_code = code_of(error);
     if classic_wanted {
         resp.groups = groups
             .into_iter()

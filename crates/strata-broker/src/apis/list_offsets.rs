@@ -14,7 +14,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use strata_log::{Log, Timestamp};
 
 use super::RequestContext;
-use crate::errors::ApiError;
+use crate::api_error::ApiError;
 
 const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;

@@ -9,8 +9,9 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
-use crate::errors::ApiError;
+use crate::error_code::NONE;
 use crate::topics::{self, TopicInfo};
 
 /// Kafka `AclOperation` bits a topic allows when no authorizer is configured:
@@ -72,7 +73,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: MetadataRequest) -> Metada
     }
     if ctx.version >= 8 && req.include_topic_authorized_operations {
         for t in &mut resp.topics {
-            if t.error_code == 0 {
+            if t.error_code == NONE {
                 t.topic_authorized_operations = TOPIC_OPERATIONS;
             }
         }

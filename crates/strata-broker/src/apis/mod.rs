@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::broker::Broker;
-use crate::connection::Response;
-use crate::dispatch::{decode, encode, DispatchError};
+use crate::error::DispatchError;
+use crate::response::{encode_with, Response};
 
 pub(crate) mod alter_configs;
 pub(crate) mod api_versions;
@@ -155,4 +156,22 @@ pub(crate) async fn handle(
             version: ctx.version,
         }),
     }
+}
+
+/// Decode a request body of the context's version.
+fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, DispatchError> {
+    T::decode(&mut body, ctx.version).map_err(|e| DispatchError::Decode {
+        api: ctx.api,
+        version: ctx.version,
+        source: e.into(),
+    })
+}
+
+/// Encode `body` as the response to `ctx`: size prefix, response header
+/// (v0 or v1 by the response's flexibility), body.
+fn encode<R: Encodable + HeaderVersion>(
+    ctx: &RequestContext,
+    body: &R,
+) -> Result<Response, DispatchError> {
+    encode_with(ctx.header.correlation_id, ctx.api, ctx.version, body).map(Response::from_bytes)
 }

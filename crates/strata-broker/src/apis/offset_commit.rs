@@ -11,6 +11,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
 use super::RequestContext;
+use crate::error_code::code_of;
 use crate::group::api::{CommitPartition, CommitRequest};
 
 pub(crate) async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse {
@@ -75,7 +76,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> Of
         };
         let mut p = OffsetCommitResponsePartition::default();
         p.partition_index = req.topics[ti].partitions[pi].partition_index;
-        p.error_code = error.map_or(0, |e| e.code());
+        p.error_code = code_of(error);
         topics[ti].partitions.push(p);
     }
     let mut resp = OffsetCommitResponse::default();

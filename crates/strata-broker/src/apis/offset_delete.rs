@@ -9,6 +9,7 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 
 use super::RequestContext;
+use crate::error_code::code_of;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
     let partitions: Vec<(String, i32)> = req
@@ -37,7 +38,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetDeleteRequest) -> Of
                 for p in t.partitions {
                     let mut rp = OffsetDeleteResponsePartition::default();
                     rp.partition_index = p.partition_index;
-                    rp.error_code = errors.next().flatten().map_or(0, |e| e.code());
+                    rp.error_code = code_of(errors.next().flatten());
                     out.partitions.push(rp);
                 }
                 resp.topics.push(out);

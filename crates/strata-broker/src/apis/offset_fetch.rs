@@ -10,6 +10,7 @@ use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicNam
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::error_code::code_of;
 use crate::group::api::FetchedOffset;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse {
@@ -47,7 +48,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> Off
                                 p.committed_offset = o.offset;
                                 p.committed_leader_epoch = o.leader_epoch;
                                 p.metadata = Some(StrBytes::from_string(o.metadata));
-                                p.error_code = o.error.map_or(0, |e| e.code());
+                                p.error_code = code_of(o.error);
                                 p
                             })
                             .collect();
@@ -125,7 +126,7 @@ fn v1_topics(offsets: Vec<FetchedOffset>) -> Vec<OffsetFetchResponseTopic> {
                     p.committed_offset = o.offset;
                     p.committed_leader_epoch = o.leader_epoch;
                     p.metadata = Some(StrBytes::from_string(o.metadata));
-                    p.error_code = o.error.map_or(0, |e| e.code());
+                    p.error_code = code_of(o.error);
                     p
                 })
                 .collect();

@@ -9,7 +9,7 @@ use strata_log::LeaderEpoch;
 
 use super::list_offsets::check_epoch;
 use super::RequestContext;
-use crate::errors::ApiError;
+use crate::api_error::ApiError;
 
 pub(crate) async fn handle(
     ctx: &RequestContext,

@@ -17,8 +17,9 @@ use kafka_protocol::protocol::StrBytes;
 use strata_log::{LeaderEpoch, Log, LogAppendInfo};
 
 use super::RequestContext;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
-use crate::errors::ApiError;
+use crate::error_code::NONE;
 use crate::stats::Stats;
 
 /// Attribute bits 0-2 value of zstd.
@@ -91,7 +92,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         .responses
         .iter()
         .flat_map(|t| t.partition_responses.iter())
-        .any(|p| p.error_code != 0);
+        .any(|p| p.error_code != NONE);
     ProduceOutcome {
         response,
         acks,

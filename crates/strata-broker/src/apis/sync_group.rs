@@ -6,6 +6,7 @@ use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::error_code::code_of;
 use crate::group::api::SyncRequest;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: SyncGroupRequest) -> SyncGroupResponse {
@@ -24,7 +25,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: SyncGroupRequest) -> SyncG
     };
     let r = ctx.broker.groups.sync(&ctx.broker, sync).await;
     let mut resp = SyncGroupResponse::default();
-    resp.error_code = r.error.map_or(0, |e| e.code());
+    resp.error_code = code_of(r.error);
     if ctx.version >= 5 {
         resp.protocol_type = r.protocol_type.map(StrBytes::from_string);
         resp.protocol_name = r.protocol_name.map(StrBytes::from_string);

@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use strata_log::{ConfigDef, LogConfig};
 
 use super::names::{broker_synonyms, is_dynamic, kafka_default, synonym_def, type_of};
+use super::DynamicBrokerConfig;
 use super::Snapshot;
-use crate::apis::configs::{source, ConfigEntry};
-use crate::broker::Broker;
+use crate::config::{BrokerConfig, Listener};
+use crate::config_entry::{source, ConfigEntry};
 
 type Synonym = (String, Option<String>, i8);
 
@@ -132,12 +133,11 @@ const OWN_DOCS: &[(&str, &str)] = &[
 ];
 
 /// The broker's own properties with their effective values.
-fn own_values(broker: &Broker) -> Vec<(&'static str, String)> {
-    let c = &broker.config;
-    let listener = |l: &crate::config::Listener| format!("{}://{}:{}", l.name, l.host, l.port);
+fn own_values(c: &BrokerConfig, advertised: &Listener) -> Vec<(&'static str, String)> {
+    let listener = |l: &Listener| format!("{}://{}:{}", l.name, l.host, l.port);
     let mut v = vec![
         ("listeners", listener(&c.listener)),
-        ("advertised.listeners", listener(&broker.advertised)),
+        ("advertised.listeners", listener(advertised)),
         ("node.id", c.node_id.to_string()),
         ("broker.id", c.node_id.to_string()),
         (
@@ -178,10 +178,15 @@ fn own_values(broker: &Broker) -> Vec<(&'static str, String)> {
 }
 
 /// DescribeConfigs of BROKER `"<broker.id>"`: every config this broker
-/// knows, effective values, Kafka's sources and synonyms.
-pub(crate) fn broker_entries(broker: &Broker) -> Vec<ConfigEntry> {
-    let snap = broker.dynamic.snapshot();
-    let statics = broker.dynamic.static_props();
+/// knows (`config`: the static settings, `advertised`: the listener
+/// Metadata advertises), effective values, Kafka's sources and synonyms.
+pub(crate) fn broker_entries(
+    dynamic: &DynamicBrokerConfig,
+    config: &BrokerConfig,
+    advertised: &Listener,
+) -> Vec<ConfigEntry> {
+    let snap = dynamic.snapshot();
+    let statics = dynamic.static_props();
     let mut out: Vec<ConfigEntry> = Vec::new();
     let mut listed = std::collections::BTreeSet::new();
     let mut push = |out: &mut Vec<ConfigEntry>, name: &str, value: Option<String>| {
@@ -195,7 +200,7 @@ pub(crate) fn broker_entries(broker: &Broker) -> Vec<ConfigEntry> {
             .map(|v| v.trim().to_string())
             .or_else(|| kafka_default(name))
     };
-    for (name, value) in own_values(broker) {
+    for (name, value) in own_values(config, advertised) {
         push(&mut out, name, Some(value));
     }
     for (name, _) in EXTRA {
@@ -215,9 +220,9 @@ pub(crate) fn broker_entries(broker: &Broker) -> Vec<ConfigEntry> {
 /// DescribeConfigs of BROKER `""`: the cluster-default dynamic configs only,
 /// synonyms limited to that level (Kafka `createBrokerConfigEntry` with
 /// `perBrokerConfig = false`).
-pub(crate) fn default_entries(broker: &Broker) -> Vec<ConfigEntry> {
-    let snap = broker.dynamic.snapshot();
-    let statics = broker.dynamic.static_props();
+pub(crate) fn default_entries(dynamic: &DynamicBrokerConfig) -> Vec<ConfigEntry> {
+    let snap = dynamic.snapshot();
+    let statics = dynamic.static_props();
     snap.cluster_default
         .iter()
         .map(|(name, value)| {
@@ -233,9 +238,9 @@ pub(crate) fn default_entries(broker: &Broker) -> Vec<ConfigEntry> {
 /// Broker-level synonyms of topic config `def`, for a topic's entry:
 /// dynamic per-broker, dynamic default, static (every unit synonym), then
 /// the default under the first synonym's name.
-pub(crate) fn log_synonyms(broker: &Broker, def: &ConfigDef) -> Vec<Synonym> {
-    let snap = broker.dynamic.snapshot();
-    let statics = broker.dynamic.static_props();
+pub(crate) fn log_synonyms(dynamic: &DynamicBrokerConfig, def: &ConfigDef) -> Vec<Synonym> {
+    let snap = dynamic.snapshot();
+    let statics = dynamic.static_props();
     let mut out = Vec::new();
     for (map, src) in [
         (&snap.per_broker, source::DYNAMIC_BROKER_CONFIG),

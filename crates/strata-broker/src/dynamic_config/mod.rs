@@ -45,16 +45,16 @@ use std::sync::{Arc, Mutex, RwLock};
 use strata_log::LogConfig;
 use thiserror::Error;
 
-use crate::broker::{effective_config, Broker};
 use crate::config::BrokerConfig;
 
 pub(crate) use describe::{broker_entries, default_entries, log_synonyms};
 pub(crate) use names::is_dynamic;
-pub(crate) use ops::{incremental, op, replace_all, ConfigOp};
+pub(crate) use ops::{apply_list_op, incremental, op, replace_all, ConfigOp};
 pub use store::BROKER_CONFIGS_FILE;
 
 /// Why a dynamic broker config change was refused, or the store failed.
-/// Messages are Kafka's where Kafka has one.
+/// Messages are Kafka's where Kafka has one; the code a client sees is
+/// decided in `error_code`.
 #[derive(Debug, Error)]
 pub enum DynamicConfigError {
     #[error("Cannot update these configs dynamically: Set({})", names.join(", "))]
@@ -92,19 +92,6 @@ pub enum DynamicConfigError {
     },
     #[error("{path} has unsupported format version {version}")]
     Version { path: PathBuf, version: u32 },
-}
-
-impl DynamicConfigError {
-    /// The Kafka error code a client sees.
-    pub(crate) fn code(&self) -> i16 {
-        match self {
-            DynamicConfigError::NotAList { .. } => 40, // INVALID_CONFIG
-            DynamicConfigError::Io { .. }
-            | DynamicConfigError::Parse { .. }
-            | DynamicConfigError::Version { .. } => -1, // UNKNOWN_SERVER_ERROR
-            _ => 42,                                   // INVALID_REQUEST
-        }
-    }
 }
 
 /// An invalid value of broker property `name`, from the log-config parser.
@@ -419,56 +406,4 @@ fn local_fits_total(
         value: local.to_string(),
         reason,
     })
-}
-
-impl Broker {
-    /// The topic-config defaults now in force (static + dynamic).
-    pub(crate) fn log_defaults(&self) -> Arc<LogConfig> {
-        self.dynamic.log_defaults()
-    }
-
-    /// Change the dynamic configs of BROKER resource `resource_name` with
-    /// `change` (blocking) and push new log defaults to every live log.
-    ///
-    /// # Errors
-    /// As [`DynamicBrokerConfig::alter`], or a resource name that is not
-    /// empty and not this broker's id.
-    pub(crate) fn alter_broker_configs(
-        &self,
-        resource_name: &str,
-        validate_only: bool,
-        change: impl FnOnce(
-            &BTreeMap<String, String>,
-        ) -> Result<BTreeMap<String, String>, DynamicConfigError>,
-    ) -> Result<(), DynamicConfigError> {
-        let level = self.dynamic.level_of(resource_name)?;
-        // Topic config changes read the defaults under the same lock, so a
-        // log never ends up with a mix of old and new.
-        let _admin = self.admin.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(defaults) = self.dynamic.alter(level, validate_only, change)? {
-            let mut updated = 0usize;
-            for log in self.logs.all_logs() {
-                let cfg = match self.topics.get(&log.topic_partition().topic) {
-                    Some(info) => effective_config(&defaults, &info),
-                    None => (*defaults).clone(),
-                };
-                if log.config() != cfg {
-                    log.update_config(cfg);
-                    updated += 1;
-                }
-            }
-            self.logs.cleaner().wake();
-            tracing::info!(
-                resource = resource_name,
-                logs = updated,
-                "dynamic broker config applied"
-            );
-        } else if !validate_only {
-            tracing::info!(
-                resource = resource_name,
-                "dynamic broker config stored (log defaults unchanged)"
-            );
-        }
-        Ok(())
-    }
 }

@@ -4,7 +4,7 @@
 
 use strata_log::{ConfigType, LogConfig};
 
-use crate::apis::configs::config_type;
+use crate::config_entry::config_type;
 
 /// Broker-level configs Kafka reconfigures live that are not topic-config
 /// synonyms, and that Strata also applies live.

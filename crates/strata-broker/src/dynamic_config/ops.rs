@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use super::names::{is_list, kafka_default};
 use super::DynamicConfigError;
-use crate::apis::configs::apply_list_op;
 
 /// IncrementalAlterConfigs operation codes.
 pub(crate) mod op {
@@ -90,4 +89,46 @@ pub(crate) fn incremental(
         }
     }
     Ok(out)
+}
+
+/// IncrementalAlterConfigs APPEND (`append`) or SUBTRACT of the comma-separated
+/// items of `value` to or from the list `existing`, as Kafka applies them:
+/// appended items that are already present are not repeated.
+pub(crate) fn apply_list_op(existing: &str, value: &str, append: bool) -> String {
+    let mut items: Vec<&str> = split_list(existing).collect();
+    for item in split_list(value) {
+        if append {
+            if !items.contains(&item) {
+                items.push(item);
+            }
+        } else {
+            items.retain(|i| *i != item);
+        }
+    }
+    items.join(",")
+}
+
+fn split_list(s: &str) -> impl Iterator<Item = &str> {
+    s.split(',').map(str::trim).filter(|x| !x.is_empty())
+}
+
+#[cfg(test)]
+mod list_op_tests {
+    use super::apply_list_op;
+
+    #[test]
+    fn append_skips_present_items_and_subtract_removes_every_copy() {
+        assert_eq!(apply_list_op("delete", "compact", true), "delete,compact");
+        assert_eq!(
+            apply_list_op("delete", " delete ,compact", true),
+            "delete,compact"
+        );
+        assert_eq!(apply_list_op("", "compact", true), "compact");
+        assert_eq!(
+            apply_list_op("delete,compact,delete", "delete", false),
+            "compact"
+        );
+        assert_eq!(apply_list_op("compact", "delete", false), "compact");
+        assert_eq!(apply_list_op("a,,b", "", true), "a,b");
+    }
 }

@@ -9,7 +9,10 @@
 //! held across the synchronous log append of an operation (which is why
 //! every operation runs on the blocking pool) and never across `.await`.
 //!
-//! Time: operations read `LogManager::clock()`, the clock injected into the
+//! The broker is reached through [`GroupHost`] (implemented by the broker's
+//! shared state), so this module does not depend on the broker's types.
+//!
+//! Time: operations read [`GroupHost::now_ms`], the clock injected into the
 //! broker, so a `MockClock` drives sessions and rebalances in tests. The
 //! timer task wakes at the next deadline but at least every
 //! [`TIMER_POLL_MS`] of real time, so it notices a mock clock moving and a
@@ -17,6 +20,7 @@
 //! deadline already due when an operation ends fires inside the operation).
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -25,8 +29,8 @@ use kafka_protocol::error::ResponseError;
 use strata_log::batch::BatchBuilder;
 use strata_log::batch::BatchScanner;
 use strata_log::batch::BatchView;
-use strata_log::{LeaderEpoch, LogError, Offset, ReadBound, Timestamp};
-use tokio::sync::{oneshot, OnceCell};
+use strata_log::{LeaderEpoch, Log, LogError, Offset, ReadBound, Timestamp};
+use tokio::sync::{oneshot, watch, OnceCell};
 
 use super::api::{
     CommitRequest, FetchedOffset, GroupOverview, GroupSummary, HeartbeatRequest, JoinRequest,
@@ -38,13 +42,43 @@ use super::member::Ticket;
 use super::offsets::LoadedRecord;
 use super::store::{OffsetsStore, StoreError, StoreRecord};
 use super::OFFSETS_TOPIC;
-use crate::broker::Broker;
-use crate::errors::ApiError;
+use crate::api_error::ApiError;
 
 /// Longest real-time sleep of the timer task.
 pub(crate) const TIMER_POLL_MS: u64 = 50;
 /// Bytes read per step while loading a partition (`offsets.load.buffer.size`).
 const LOAD_BUFFER_BYTES: usize = 5 * 1024 * 1024;
+
+/// What the coordinator needs from the broker that runs it.
+pub(crate) trait GroupHost: Send + Sync + Sized + 'static {
+    /// The coordinator this host runs.
+    fn coordinator(&self) -> &GroupCoordinator;
+    /// Run `f` on the blocking pool (log appends and reads) and await it.
+    fn run_blocking<T, F>(self: &Arc<Self>, f: F) -> impl Future<Output = T> + Send
+    where
+        F: FnOnce(&Self) -> T + Send + 'static,
+        T: Send + 'static;
+    /// Milliseconds since the epoch, from the broker's injected clock.
+    fn now_ms(&self) -> i64;
+    /// Becomes `true` once the broker shuts down.
+    fn shutdown_signal(&self) -> watch::Receiver<bool>;
+    /// Create topic `name` with `configs` over the broker defaults.
+    ///
+    /// # Errors
+    /// As CreateTopics would answer.
+    fn create_internal_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), ApiError>;
+    /// Partition count of topic `name`, if the topic exists.
+    fn partition_count(&self, name: &str) -> Option<i32>;
+    /// The log of a partition and its leader epoch, if it exists.
+    fn leader_log(&self, topic: &str, partition: i32) -> Option<(Arc<Log>, LeaderEpoch)>;
+    /// Wake delayed fetches after an append.
+    fn appended(&self);
+}
 
 /// Why `__consumer_offsets` cannot be used yet.
 #[derive(Debug, thiserror::Error)]
@@ -108,10 +142,10 @@ impl GroupCoordinator {
 
     /// Load `__consumer_offsets` (if it exists) and start the timer task,
     /// once, before the first group operation.
-    pub(crate) async fn ensure_started(&self, broker: &Arc<Broker>) {
+    pub(crate) async fn ensure_started<H: GroupHost>(&self, broker: &Arc<H>) {
         self.started
             .get_or_init(|| async {
-                broker.blocking(|b| b.groups.load_all(b)).await;
+                broker.run_blocking(|b| b.coordinator().load_all(b)).await;
                 let weak = Arc::downgrade(broker);
                 tokio::spawn(timer_task(weak));
             })
@@ -126,12 +160,15 @@ impl GroupCoordinator {
     ///
     /// # Errors
     /// Creation failed, or a partition has no log.
-    pub(crate) fn ensure_offsets_topic(&self, broker: &Broker) -> Result<(), OffsetsTopicError> {
+    pub(crate) fn ensure_offsets_topic<H: GroupHost>(
+        &self,
+        broker: &H,
+    ) -> Result<(), OffsetsTopicError> {
         if self.offsets_ready.load(Ordering::Acquire) {
             return Ok(());
         }
         let _creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
-        if broker.topics.get(OFFSETS_TOPIC).is_none() {
+        if broker.partition_count(OFFSETS_TOPIC).is_none() {
             let config = &self.config;
             let configs: BTreeMap<String, String> = [
                 ("cleanup.policy", "compact".to_string()),
@@ -145,17 +182,16 @@ impl GroupCoordinator {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
             let partitions = config.offsets_topic_num_partitions;
-            match broker.create_topic(OFFSETS_TOPIC, partitions, 1, configs, false) {
-                Ok(_) | Err(ApiError::TopicAlreadyExists) => {}
+            match broker.create_internal_topic(OFFSETS_TOPIC, partitions, configs) {
+                Ok(()) | Err(ApiError::TopicAlreadyExists) => {}
                 Err(source) => return Err(OffsetsTopicError::Create { source }),
             }
         }
-        let info = broker
-            .topics
-            .get(OFFSETS_TOPIC)
+        let partitions = broker
+            .partition_count(OFFSETS_TOPIC)
             .ok_or(OffsetsTopicError::Missing)?;
         if let Some(partition) =
-            (0..info.partitions).find(|p| broker.log(OFFSETS_TOPIC, *p).is_none())
+            (0..partitions).find(|p| broker.leader_log(OFFSETS_TOPIC, *p).is_none())
         {
             return Err(OffsetsTopicError::PartitionWithoutLog { partition });
         }
@@ -164,27 +200,27 @@ impl GroupCoordinator {
     }
 
     /// Read every partition of `__consumer_offsets` into the manager (blocking).
-    fn load_all(&self, broker: &Broker) {
-        let Some(info) = broker.topics.get(OFFSETS_TOPIC) else {
+    fn load_all<H: GroupHost>(&self, broker: &H) {
+        let Some(count) = broker.partition_count(OFFSETS_TOPIC) else {
             return;
         };
-        let partitions: Vec<i32> = (0..info.partitions).collect();
+        let partitions: Vec<i32> = (0..count).collect();
         {
             let mut st = self.lock();
             // Like Kafka, the topic's actual partition count decides placement.
-            if info.partitions != st.manager.config.offsets_topic_num_partitions {
+            if count != st.manager.config.offsets_topic_num_partitions {
                 tracing::warn!(
-                    topic_partitions = info.partitions,
+                    topic_partitions = count,
                     configured = st.manager.config.offsets_topic_num_partitions,
                     "__consumer_offsets partition count differs from offsets.topic.num.partitions"
                 );
-                st.manager.config.offsets_topic_num_partitions = info.partitions;
+                st.manager.config.offsets_topic_num_partitions = count;
             }
             for p in &partitions {
                 st.manager.begin_loading(*p);
             }
         }
-        let now = broker.logs.clock().now_ms();
+        let now = broker.now_ms();
         for p in partitions {
             let records = match read_partition(broker, p) {
                 Ok(r) => r,
@@ -208,12 +244,12 @@ impl GroupCoordinator {
     }
 
     /// Run `f` with the manager and a log-backed store; route the replies.
-    fn run<T>(
+    fn run<T, H: GroupHost>(
         &self,
-        broker: &Broker,
-        f: impl FnOnce(&mut GroupManager, &mut LogStore<'_>, i64) -> T,
+        broker: &H,
+        f: impl FnOnce(&mut GroupManager, &mut LogStore<'_, H>, i64) -> T,
     ) -> T {
-        let now = broker.logs.clock().now_ms();
+        let now = broker.now_ms();
         let mut st = self.lock();
         let mut store = LogStore {
             broker,
@@ -230,14 +266,17 @@ impl GroupCoordinator {
     }
 
     /// JoinGroup; resolves when the rebalance answers it.
-    pub(crate) async fn join(&self, broker: &Arc<Broker>, req: JoinRequest) -> JoinResult {
+    pub(crate) async fn join<H: GroupHost>(&self, broker: &Arc<H>, req: JoinRequest) -> JoinResult {
         self.ensure_started(broker).await;
         let ticket = self.ticket();
         let (tx, rx) = oneshot::channel();
         let member_id = req.member_id.clone();
         self.lock().joins.insert(ticket, tx);
         broker
-            .blocking(move |b| b.groups.run(b, |m, s, now| m.join(req, ticket, now, s)))
+            .run_blocking(move |b| {
+                b.coordinator()
+                    .run(b, |m, s, now| m.join(req, ticket, now, s))
+            })
             .await;
         rx.await.unwrap_or_else(|_| {
             JoinResult::error(&member_id, ResponseError::CoordinatorNotAvailable)
@@ -245,52 +284,58 @@ impl GroupCoordinator {
     }
 
     /// SyncGroup; resolves when the leader's assignment is stored.
-    pub(crate) async fn sync(&self, broker: &Arc<Broker>, req: SyncRequest) -> SyncResult {
+    pub(crate) async fn sync<H: GroupHost>(&self, broker: &Arc<H>, req: SyncRequest) -> SyncResult {
         self.ensure_started(broker).await;
         let ticket = self.ticket();
         let (tx, rx) = oneshot::channel();
         self.lock().syncs.insert(ticket, tx);
         broker
-            .blocking(move |b| b.groups.run(b, |m, s, now| m.sync(req, ticket, now, s)))
+            .run_blocking(move |b| {
+                b.coordinator()
+                    .run(b, |m, s, now| m.sync(req, ticket, now, s))
+            })
             .await;
         rx.await
             .unwrap_or_else(|_| SyncResult::error(ResponseError::CoordinatorNotAvailable))
     }
 
-    pub(crate) async fn heartbeat(
+    pub(crate) async fn heartbeat<H: GroupHost>(
         &self,
-        broker: &Arc<Broker>,
+        broker: &Arc<H>,
         req: HeartbeatRequest,
     ) -> Option<ResponseError> {
         self.ensure_started(broker).await;
         broker
-            .blocking(move |b| b.groups.run(b, |m, s, now| m.heartbeat(req, now, s)))
+            .run_blocking(move |b| b.coordinator().run(b, |m, s, now| m.heartbeat(req, now, s)))
             .await
     }
 
-    pub(crate) async fn leave(
+    pub(crate) async fn leave<H: GroupHost>(
         &self,
-        broker: &Arc<Broker>,
+        broker: &Arc<H>,
         group_id: String,
         members: Vec<LeaveMember>,
     ) -> LeaveResult {
         self.ensure_started(broker).await;
         broker
-            .blocking(move |b| {
-                b.groups
+            .run_blocking(move |b| {
+                b.coordinator()
                     .run(b, |m, s, now| m.leave(&group_id, members, now, s))
             })
             .await
     }
 
-    pub(crate) async fn commit(
+    pub(crate) async fn commit<H: GroupHost>(
         &self,
-        broker: &Arc<Broker>,
+        broker: &Arc<H>,
         req: CommitRequest,
     ) -> Vec<Option<ResponseError>> {
         self.ensure_started(broker).await;
         broker
-            .blocking(move |b| b.groups.run(b, |m, s, now| m.commit_offsets(&req, now, s)))
+            .run_blocking(move |b| {
+                b.coordinator()
+                    .run(b, |m, s, now| m.commit_offsets(&req, now, s))
+            })
             .await
     }
 
@@ -298,9 +343,9 @@ impl GroupCoordinator {
     ///
     /// # Errors
     /// The group-level error.
-    pub(crate) async fn fetch(
+    pub(crate) async fn fetch<H: GroupHost>(
         &self,
-        broker: &Arc<Broker>,
+        broker: &Arc<H>,
         group_id: &str,
         partitions: Option<Vec<(String, i32)>>,
         require_stable: bool,
@@ -315,43 +360,50 @@ impl GroupCoordinator {
     ///
     /// # Errors
     /// The group-level error.
-    pub(crate) async fn delete_offsets(
+    pub(crate) async fn delete_offsets<H: GroupHost>(
         &self,
-        broker: &Arc<Broker>,
+        broker: &Arc<H>,
         group_id: String,
         partitions: Vec<(String, i32)>,
     ) -> Result<Vec<Option<ResponseError>>, ResponseError> {
         self.ensure_started(broker).await;
         broker
-            .blocking(move |b| {
-                b.groups.run(b, |m, s, now| {
+            .run_blocking(move |b| {
+                b.coordinator().run(b, |m, s, now| {
                     m.delete_offsets(&group_id, &partitions, now, s)
                 })
             })
             .await
     }
 
-    pub(crate) async fn delete_groups(
+    pub(crate) async fn delete_groups<H: GroupHost>(
         &self,
-        broker: &Arc<Broker>,
+        broker: &Arc<H>,
         ids: Vec<String>,
     ) -> Vec<Option<ResponseError>> {
         self.ensure_started(broker).await;
         broker
-            .blocking(move |b| b.groups.run(b, |m, s, now| m.delete_groups(&ids, now, s)))
+            .run_blocking(move |b| {
+                b.coordinator()
+                    .run(b, |m, s, now| m.delete_groups(&ids, now, s))
+            })
             .await
     }
 
-    pub(crate) async fn list(
+    pub(crate) async fn list<H: GroupHost>(
         &self,
-        broker: &Arc<Broker>,
+        broker: &Arc<H>,
         states: Vec<String>,
     ) -> (Option<ResponseError>, Vec<GroupOverview>) {
         self.ensure_started(broker).await;
         self.lock().manager.list_groups(&states)
     }
 
-    pub(crate) async fn describe(&self, broker: &Arc<Broker>, group_id: &str) -> GroupSummary {
+    pub(crate) async fn describe<H: GroupHost>(
+        &self,
+        broker: &Arc<H>,
+        group_id: &str,
+    ) -> GroupSummary {
         self.ensure_started(broker).await;
         self.lock().manager.describe_group(group_id)
     }
@@ -365,12 +417,12 @@ impl GroupCoordinator {
 
     /// Fire due timers and, every `offsets.retention.check.interval.ms`,
     /// expire offsets. Returns the next deadline, if any.
-    fn tick(&self, broker: &Broker) -> Option<i64> {
+    fn tick<H: GroupHost>(&self, broker: &H) -> Option<i64> {
         self.run(broker, |m, s, now| {
             m.poll_timers(now, s);
             now
         });
-        let now = broker.logs.clock().now_ms();
+        let now = broker.now_ms();
         let mut st = self.lock();
         let interval = st.manager.config.offsets_retention_check_interval_ms;
         if now.saturating_sub(st.last_expiry_check) >= interval {
@@ -409,19 +461,19 @@ impl State {
 }
 
 /// Fires deadlines until the broker is dropped or shuts down.
-async fn timer_task(broker: Weak<Broker>) {
+async fn timer_task<H: GroupHost>(broker: Weak<H>) {
     loop {
         let Some(b) = broker.upgrade() else { return };
-        if *b.shutdown.borrow() {
-            b.groups.shutdown();
+        let mut shutdown = b.shutdown_signal();
+        if *shutdown.borrow() {
+            b.coordinator().shutdown();
             return;
         }
-        let next = b.blocking(|b| b.groups.tick(b)).await;
-        let now = b.logs.clock().now_ms();
+        let next = b.run_blocking(|b| b.coordinator().tick(b)).await;
+        let now = b.now_ms();
         let wait_ms = next.map_or(TIMER_POLL_MS, |d| {
             (d - now).clamp(1, TIMER_POLL_MS as i64) as u64
         });
-        let mut shutdown = b.shutdown.clone();
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
             _ = shutdown.changed() => {}
@@ -430,12 +482,12 @@ async fn timer_task(broker: Weak<Broker>) {
 }
 
 /// Appends coordinator records to the partition logs of `__consumer_offsets`.
-struct LogStore<'a> {
-    broker: &'a Broker,
+struct LogStore<'a, H> {
+    broker: &'a H,
     coordinator: &'a GroupCoordinator,
 }
 
-impl OffsetsStore for LogStore<'_> {
+impl<H: GroupHost> OffsetsStore for LogStore<'_, H> {
     fn append(
         &mut self,
         partition: i32,
@@ -449,10 +501,7 @@ impl OffsetsStore for LogStore<'_> {
                 partition,
                 source: Some(Box::new(e)),
             })?;
-        let (Some(info), Some(log)) = (
-            broker.topics.get(OFFSETS_TOPIC),
-            broker.log(OFFSETS_TOPIC, partition),
-        ) else {
+        let Some((log, leader_epoch)) = broker.leader_log(OFFSETS_TOPIC, partition) else {
             return Err(StoreError::Unavailable {
                 partition,
                 source: None,
@@ -466,7 +515,7 @@ impl OffsetsStore for LogStore<'_> {
         let size = batch.len();
         let durable = log.config().durable_append;
         let appended = log
-            .append_as_leader(&mut batch, LeaderEpoch(broker.leader_epoch(&info)))
+            .append_as_leader(&mut batch, leader_epoch)
             .and_then(|a| {
                 log.update_high_watermark(log.log_end_offset());
                 if durable {
@@ -476,7 +525,7 @@ impl OffsetsStore for LogStore<'_> {
             });
         match appended {
             Ok(a) => {
-                broker.notify_appended();
+                broker.appended();
                 Ok(a.first_offset.0)
             }
             Err(LogError::RecordBatchTooLarge { .. } | LogError::Batch { .. }) => {
@@ -491,8 +540,8 @@ impl OffsetsStore for LogStore<'_> {
 }
 
 /// Every record of one partition, in log order (blocking).
-fn read_partition(broker: &Broker, partition: i32) -> Result<Vec<LoadedRecord>, LogError> {
-    let Some(log) = broker.log(OFFSETS_TOPIC, partition) else {
+fn read_partition<H: GroupHost>(broker: &H, partition: i32) -> Result<Vec<LoadedRecord>, LogError> {
+    let Some((log, _)) = broker.leader_log(OFFSETS_TOPIC, partition) else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();

@@ -5,7 +5,6 @@
 //! implementation appends to the partition log and advances its high
 //! watermark; single node, so acks=all is the leader's append).
 
-use kafka_protocol::error::ResponseError;
 use thiserror::Error;
 
 /// One record to write: a key and a value, or `None` for a tombstone.
@@ -15,7 +14,8 @@ pub(crate) struct StoreRecord {
     pub value: Option<Vec<u8>>,
 }
 
-/// Why an append to `__consumer_offsets` failed.
+/// Why an append to `__consumer_offsets` failed. The codes JoinGroup,
+/// SyncGroup and OffsetCommit answer for it are decided in `error_code`.
 #[derive(Debug, Error)]
 pub(crate) enum StoreError {
     /// The topic or partition does not exist (yet) or could not be created.
@@ -35,26 +35,6 @@ pub(crate) enum StoreError {
     /// The batch exceeds the partition's size limits.
     #[error("__consumer_offsets partition {partition}: batch of {size} bytes is too large")]
     TooLarge { partition: i32, size: usize },
-}
-
-impl StoreError {
-    /// Kafka `storeGroup`'s mapping of append errors for JoinGroup/SyncGroup.
-    pub(crate) fn group_error(&self) -> ResponseError {
-        match self {
-            StoreError::Unavailable { .. } => ResponseError::CoordinatorNotAvailable,
-            StoreError::Storage { .. } => ResponseError::NotCoordinator,
-            StoreError::TooLarge { .. } => ResponseError::UnknownServerError,
-        }
-    }
-
-    /// Kafka `maybeConvertOffsetCommitError` for OffsetCommit.
-    pub(crate) fn commit_error(&self) -> ResponseError {
-        match self {
-            StoreError::Unavailable { .. } => ResponseError::CoordinatorNotAvailable,
-            StoreError::Storage { .. } => ResponseError::NotCoordinator,
-            StoreError::TooLarge { .. } => ResponseError::InvalidCommitOffsetSize,
-        }
-    }
 }
 
 /// Appends records to one partition of `__consumer_offsets`.

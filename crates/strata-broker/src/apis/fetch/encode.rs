@@ -20,7 +20,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use strata_log::FileSlice;
 use uuid::Uuid;
 
-use crate::connection::{Response, ResponsePart};
+use crate::response::{Response, ResponsePart};
 
 /// Record data of one partition in a response.
 #[derive(Debug)]

@@ -18,13 +18,15 @@ mod encode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::FetchRequest;
 use strata_log::{FetchData, Log, Offset, ReadBound};
 
 use super::RequestContext;
+use crate::api_error::ApiError;
 use crate::broker::Broker;
-use crate::connection::Response;
-use crate::errors::ApiError;
+use crate::error_code::NONE;
+use crate::response::Response;
 
 pub(crate) use encode::{
     encode_fetch_response, FetchResponseData, PartitionData, Records, TopicData,
@@ -38,14 +40,14 @@ struct Wanted {
     partition: i32,
     fetch_offset: i64,
     partition_max_bytes: i32,
-    /// The partition's log, or the Kafka error code why it cannot be read.
-    target: Result<Arc<Log>, i16>,
+    /// The partition's log, or the Kafka error why it cannot be read.
+    target: Result<Arc<Log>, ResponseError>,
 }
 
 /// What reading one partition produced.
 enum Outcome {
     Data(FetchData, Arc<Log>),
-    Error(i16, Option<Arc<Log>>),
+    Error(ResponseError, Option<Arc<Log>>),
     /// Records read from the remote tier (below the local log start).
     Remote(bytes::Bytes, Arc<Log>, i64),
 }
@@ -95,7 +97,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
                 p.partition,
                 p.current_leader_epoch,
             )
-            .map_err(|e| e.code());
+            .map_err(|e| e.kind());
             wanted.push(Wanted {
                 topic_idx,
                 partition: p.partition,
@@ -156,7 +158,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         ctx.version,
         FetchResponseData {
             throttle_time_ms: 0,
-            error_code: 0,
+            error_code: NONE,
             session_id: 0,
             topics,
         },
@@ -207,7 +209,7 @@ fn read_all(b: &Broker, wanted: &[Wanted], max_bytes: usize, read_committed: boo
         .map(|w| {
             let log = match &w.target {
                 Ok(log) => log.clone(),
-                Err(code) => return Outcome::Error(*code, None),
+                Err(error) => return Outcome::Error(*error, None),
             };
             let bound = if read_committed {
                 ReadBound::Offset(log.last_stable_offset())
@@ -240,8 +242,8 @@ fn read_all(b: &Broker, wanted: &[Wanted], max_bytes: usize, read_committed: boo
                         let start = crate::tiered::log_start_offset(b, &log);
                         Outcome::Remote(records, log, start)
                     }
-                    Some(Err(code)) => Outcome::Error(code, Some(log)),
-                    None => Outcome::Error(ApiError::Log(e).code(), Some(log)),
+                    Some(Err(error)) => Outcome::Error(error.kind(), Some(log)),
+                    None => Outcome::Error(ApiError::Log(e).kind(), Some(log)),
                 },
             }
         })
@@ -252,7 +254,7 @@ fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> Par
     match outcome {
         Outcome::Data(d, log) => PartitionData {
             partition,
-            error_code: 0,
+            error_code: NONE,
             high_watermark: d.high_watermark.0,
             last_stable_offset: d.high_watermark.0.min(log.last_stable_offset().0),
             log_start_offset: d.log_start_offset.0,
@@ -261,14 +263,14 @@ fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> Par
         },
         Outcome::Remote(records, log, log_start_offset) => PartitionData {
             partition,
-            error_code: 0,
+            error_code: NONE,
             high_watermark: log.high_watermark().0,
             last_stable_offset: log.last_stable_offset().0,
             log_start_offset,
             aborted: read_committed.then(Vec::new),
             records: Records::Mem(records),
         },
-        Outcome::Error(error_code, log) => {
+        Outcome::Error(error, log) => {
             let (hw, lso, start) = match &log {
                 Some(l) => (
                     l.high_watermark().0,
@@ -279,7 +281,7 @@ fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> Par
             };
             PartitionData {
                 partition,
-                error_code,
+                error_code: error.code(),
                 high_watermark: hw,
                 last_stable_offset: lso,
                 log_start_offset: start,

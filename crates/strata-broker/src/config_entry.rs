@@ -1,0 +1,46 @@
+//! [`ConfigEntry`]: one config as DescribeConfigs and CreateTopics (v5+)
+//! report it — name, value, source, synonyms, type and documentation — with
+//! the protocol's source, resource and type numbers. Topic entries are built
+//! in `apis::configs`, broker entries in `dynamic_config`; both use these.
+
+use strata_log::ConfigType;
+
+/// DescribeConfigs `config_source` values.
+pub(crate) mod source {
+    pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+    pub const DYNAMIC_BROKER_CONFIG: i8 = 2;
+    pub const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
+    pub const STATIC_BROKER_CONFIG: i8 = 4;
+    pub const DEFAULT_CONFIG: i8 = 5;
+}
+
+/// DescribeConfigs resource types.
+pub(crate) mod resource {
+    pub const TOPIC: i8 = 2;
+    pub const BROKER: i8 = 4;
+}
+
+/// One described config.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ConfigEntry {
+    pub name: String,
+    pub value: Option<String>,
+    pub source: i8,
+    pub read_only: bool,
+    /// (name, value, source), highest precedence first.
+    pub synonyms: Vec<(String, Option<String>, i8)>,
+    /// DescribeConfigs `config_type`: BOOLEAN 1, STRING 2, INT 3, LONG 5, DOUBLE 6, LIST 7.
+    pub config_type: i8,
+    pub doc: &'static str,
+}
+
+pub(crate) fn config_type(kind: ConfigType) -> i8 {
+    match kind {
+        ConfigType::Boolean => 1,
+        ConfigType::String => 2,
+        ConfigType::Int => 3,
+        ConfigType::Long => 5,
+        ConfigType::Double => 6,
+        ConfigType::List => 7,
+    }
+}
