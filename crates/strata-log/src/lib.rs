@@ -10,6 +10,8 @@
 //! - [`types`]: newtypes for offsets, positions, epochs, producer ids.
 //! - [`batch`]: the record-batch view, validation, compression, legacy formats.
 //! - [`format`]: every file and directory name (Kafka `LogFileUtils`).
+//! - [`codec`]: pure encoders/decoders and sanity rules of every on-disk
+//!   format (index slots, `.txnindex`, checkpoints), shared with the tools.
 //! - [`fs`]: atomic file replacement and directory fsync.
 //! - [`checkpoint`]: Kafka's text checkpoint files (recovery point, log start, ...).
 //! - [`leader_epoch`]: the leader-epoch cache and `leader-epoch-checkpoint`.
@@ -30,6 +32,7 @@ pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod clock;
+pub mod codec;
 pub mod config;
 pub mod error;
 pub mod format;
