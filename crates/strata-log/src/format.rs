@@ -243,7 +243,8 @@ pub fn parse_partition_dir_name(name: &str) -> Result<ParsedDir, FormatError> {
     if partition.is_empty() {
         return Err(err(DirNameProblem::EmptyPartition));
     }
-    let partition = parse_java_int::<i32>(partition).ok_or_else(|| err(DirNameProblem::BadPartition))?;
+    let partition =
+        parse_java_int::<i32>(partition).ok_or_else(|| err(DirNameProblem::BadPartition))?;
     Ok(ParsedDir {
         tp: TopicPartition::new(topic, partition),
         kind,

@@ -367,15 +367,38 @@ pub fn check_all_entries<S: IndexSlot>(
     (1..entries).try_for_each(|n| check_pair(n, base, slot(n - 1), slot(n)))
 }
 
-/// Kafka's `DumpLogSegments` rule for where the entries of an index end: at
-/// the first slot after the first whose relative offset is 0 (the start of a
-/// zero-filled preallocated tail).
-pub fn slots_in_use<S: IndexSlot>(slots: &[S]) -> usize {
-    slots
-        .iter()
-        .skip(1)
-        .position(|s| s.relative() == 0)
-        .map_or(slots.len(), |i| i + 1)
+/// Kafka's `DumpLogSegments` rule for where the entries of an index end,
+/// given every slot's relative offset in order: at the first slot after the
+/// first whose relative offset is 0 (the start of a zero-filled
+/// preallocated tail).
+pub fn slots_in_use(relatives: impl IntoIterator<Item = i32>) -> usize {
+    let mut n = 0;
+    for (i, relative) in relatives.into_iter().enumerate() {
+        if i > 0 && relative == 0 {
+            return i;
+        }
+        n = i + 1;
+    }
+    n
+}
+
+/// Where the zero-filled preallocated tail of an index file's bytes starts,
+/// in slots: 0 for a wholly zero file (an untouched preallocated index);
+/// otherwise [`slots_in_use`]'s cut if every byte from there is zero; else
+/// every slot is in use (a non-zero slot after the cut makes the whole index
+/// count, so the ordering rules see it).
+pub fn zero_tail_start<S: IndexSlot>(bytes: &[u8]) -> usize {
+    let whole: Vec<&[u8]> = bytes.chunks_exact(S::SIZE).collect();
+    let zero = |s: &&[u8]| s.iter().all(|b| *b == 0);
+    if whole.iter().all(zero) {
+        return 0;
+    }
+    let cut = slots_in_use(whole.iter().map(|s| S::decode(s).relative()));
+    if whole[cut..].iter().all(zero) {
+        cut
+    } else {
+        whole.len()
+    }
 }
 
 #[cfg(test)]
@@ -427,9 +450,12 @@ mod tests {
         bytes.extend([0u8; 16]);
         let n = bytes.len() / 8;
         assert_eq!(
-            kafka_sanity_check(bytes.len() as u64, n, Offset(100), |i| slot_at::<OffsetSlot>(
-                &bytes, i
-            )),
+            kafka_sanity_check(
+                bytes.len() as u64,
+                n,
+                Offset(100),
+                |i| slot_at::<OffsetSlot>(&bytes, i)
+            ),
             Ok(())
         );
         assert_eq!(
@@ -492,7 +518,10 @@ mod tests {
             timestamp: Timestamp(ts),
             relative,
         };
-        let bytes: Vec<u8> = [t(50, 1), t(40, 2)].iter().flat_map(|s| s.encode()).collect();
+        let bytes: Vec<u8> = [t(50, 1), t(40, 2)]
+            .iter()
+            .flat_map(|s| s.encode())
+            .collect();
         assert_eq!(
             check::<TimeSlot>(&bytes, 0, false),
             Err(IndexCorruption::LastTimestampBelowFirst {
@@ -500,7 +529,10 @@ mod tests {
                 last: Timestamp(40),
             })
         );
-        let bytes: Vec<u8> = [t(50, 3), t(60, 2)].iter().flat_map(|s| s.encode()).collect();
+        let bytes: Vec<u8> = [t(50, 3), t(60, 2)]
+            .iter()
+            .flat_map(|s| s.encode())
+            .collect();
         assert_eq!(
             check::<TimeSlot>(&bytes, 0, false),
             Err(IndexCorruption::OffsetNotIncreasing {
@@ -514,13 +546,22 @@ mod tests {
 
     #[test]
     fn dump_rule_cuts_at_the_first_later_zero_relative() {
-        let s = |relative| OffsetSlot {
-            relative,
-            position: 0,
-        };
-        assert_eq!(slots_in_use(&[s(0), s(4), s(0), s(0)]), 2);
-        assert_eq!(slots_in_use(&[s(1), s(4)]), 2);
-        assert_eq!(slots_in_use::<OffsetSlot>(&[]), 0);
+        assert_eq!(slots_in_use([0, 4, 0, 0]), 2);
+        assert_eq!(slots_in_use([1, 4]), 2);
+        assert_eq!(slots_in_use([]), 0);
+        let zeros = [0u8; 24];
+        assert_eq!(zero_tail_start::<OffsetSlot>(&zeros), 0);
+        let mut bytes = offset_bytes(&[(0, 0), (4, 100)]);
+        bytes.extend([0u8; 16]);
+        assert_eq!(zero_tail_start::<OffsetSlot>(&bytes), 2);
+        bytes.extend(
+            OffsetSlot {
+                relative: 0,
+                position: 9,
+            }
+            .encode(),
+        );
+        assert_eq!(zero_tail_start::<OffsetSlot>(&bytes), 5);
         let bytes = offset_bytes(&[(1, 2), (3, 4)]);
         let all: Vec<OffsetSlot> = slots(&bytes[..15]).collect();
         assert_eq!(

@@ -11,8 +11,8 @@
 //! The rules on the values (non-negative, strictly increasing) are the
 //! leader-epoch cache's (`crate::leader_epoch`), which replays the entries.
 
-use super::checkpoint::{decode_checkpoint, encode_checkpoint, CheckpointFormatError};
 use super::checkpoint::CHECKPOINT_VERSION;
+use super::checkpoint::{decode_checkpoint, encode_checkpoint, CheckpointFormatError};
 use super::java_text::parse_java_int;
 use crate::types::{LeaderEpoch, Offset};
 

@@ -2,9 +2,30 @@
 //! whose ABORT marker landed in the segment, appended in last-offset order,
 //! no header. A trailing partial record is ignored, as Kafka's iterator does.
 
+use thiserror::Error;
+
 use super::be_i64;
 use super::index::IndexCorruption;
 use crate::types::{Offset, ProducerId};
+
+/// A record whose version Kafka refuses to read (above 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+#[error("aborted transaction at byte {position} has unsupported version {version}")]
+pub struct UnsupportedTxnVersion {
+    /// Kafka's `AbortedTxn.version()`: byte 0 as a signed byte.
+    pub version: i16,
+    /// Byte position of the record in the file.
+    pub position: u64,
+}
+
+impl From<UnsupportedTxnVersion> for IndexCorruption {
+    fn from(e: UnsupportedTxnVersion) -> IndexCorruption {
+        IndexCorruption::UnsupportedTxnVersion {
+            version: e.version,
+            position: e.position,
+        }
+    }
+}
 
 /// Size of one [`AbortedTxn`] record.
 pub const ABORTED_TXN_SIZE: usize = 34;
@@ -87,15 +108,15 @@ impl AbortedTxn {
 ///
 /// # Errors
 ///
-/// [`IndexCorruption::UnsupportedTxnVersion`] for the first record whose
-/// version Kafka rejects.
-pub fn decode_records(bytes: &[u8]) -> Result<Vec<AbortedTxn>, IndexCorruption> {
+/// [`UnsupportedTxnVersion`] for the first record whose version Kafka
+/// rejects.
+pub fn decode_records(bytes: &[u8]) -> Result<Vec<AbortedTxn>, UnsupportedTxnVersion> {
     bytes
         .chunks_exact(ABORTED_TXN_SIZE)
         .enumerate()
         .map(|(i, chunk)| {
             let record: &[u8; ABORTED_TXN_SIZE] = chunk.try_into().expect("exact chunk");
-            AbortedTxn::decode(record).ok_or(IndexCorruption::UnsupportedTxnVersion {
+            AbortedTxn::decode(record).ok_or(UnsupportedTxnVersion {
                 version: i16::from(record[0] as i8),
                 position: (i * ABORTED_TXN_SIZE) as u64,
             })
@@ -158,7 +179,7 @@ mod tests {
         bytes[34] = 1;
         assert_eq!(
             decode_records(&bytes),
-            Err(IndexCorruption::UnsupportedTxnVersion {
+            Err(UnsupportedTxnVersion {
                 version: 1,
                 position: 34
             })

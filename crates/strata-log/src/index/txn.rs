@@ -113,9 +113,9 @@ impl TransactionIndex {
         let mut buf = vec![0u8; whole];
         file.read_exact_at(&mut buf, 0)
             .map_err(|e| self.io(IndexOp::Read, e))?;
-        let records = decode_records(&buf).map_err(|reason| IndexError::Corrupt {
+        let records = decode_records(&buf).map_err(|e| IndexError::Corrupt {
             path: self.path.clone(),
-            reason,
+            reason: e.into(),
         })?;
         Ok(records
             .into_iter()
