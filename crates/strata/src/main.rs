@@ -6,7 +6,12 @@
 //! - `strata log dump`: [`dump`], parity with Kafka 3.9's `kafka-dump-log.sh`.
 //! - `strata log verify`: [`verify`], a read-only consistency check of
 //!   partition and log directories.
-//! - [`read`]: the read-only file readers `dump` and `verify` share.
+//! - `strata log doctor`: [`doctor`], explains retention, compaction and
+//!   damage for one partition.
+//! - `strata log compact`: [`compact`], an offline run of the cleaner.
+//! - [`read`]: the read-only file readers `dump`, `verify` and `doctor`
+//!   share; every format is decoded by `strata_log::codec` (the engine's own
+//!   codecs) from plain reads, never a mapping.
 //!
 //! Exit codes: 0 success, 1 verification failures (corruption found),
 //! 2 usage or I/O errors.

@@ -12,17 +12,22 @@
 //!
 //! - [`index`]: `.index` and `.timeindex` slots and Kafka's (plus Strata's)
 //!   sanity rules.
-//! - [`txn`]: `.txnindex` aborted-transaction records.
 //! - [`checkpoint`]: Kafka's text checkpoint framing and offset-checkpoint
 //!   entry lines.
 //! - [`java_text`]: Java's line, whitespace and integer rules that Kafka's
 //!   text files inherit.
 //! - [`leader_epoch`]: `leader-epoch-checkpoint` entry lines.
+//! - [`snapshot`]: producer `.snapshot` files (schema and CRC-32C).
+//! - [`topic_store`]: the broker's `strata-topics.json` (serde types,
+//!   decoding and validation), read by the broker and the tools.
+//! - [`txn`]: `.txnindex` aborted-transaction records.
 
 pub mod checkpoint;
 pub mod index;
 pub mod java_text;
 pub mod leader_epoch;
+pub mod snapshot;
+pub mod topic_store;
 pub mod txn;
 
 /// Read a big-endian `i16` at byte `at`.
