@@ -131,10 +131,7 @@ pub struct OffsetSlot {
 impl OffsetSlot {
     /// The 8 bytes of this slot.
     pub fn encode(&self) -> [u8; OFFSET_SLOT_SIZE] {
-        let mut b = [0u8; OFFSET_SLOT_SIZE];
-        b[..4].copy_from_slice(&self.relative.to_be_bytes());
-        b[4..].copy_from_slice(&self.position.to_be_bytes());
-        b
+        join(&self.relative.to_be_bytes(), &self.position.to_be_bytes())
     }
 }
 
@@ -194,10 +191,10 @@ pub struct TimeSlot {
 impl TimeSlot {
     /// The 12 bytes of this slot.
     pub fn encode(&self) -> [u8; TIME_SLOT_SIZE] {
-        let mut b = [0u8; TIME_SLOT_SIZE];
-        b[..8].copy_from_slice(&self.timestamp.0.to_be_bytes());
-        b[8..].copy_from_slice(&self.relative.to_be_bytes());
-        b
+        join(
+            &self.timestamp.0.to_be_bytes(),
+            &self.relative.to_be_bytes(),
+        )
     }
 }
 
@@ -248,6 +245,14 @@ impl IndexSlot for TimeSlot {
             }),
         ]
     }
+}
+
+/// `head` then `tail` as one `N`-byte slot.
+fn join<const N: usize>(head: &[u8], tail: &[u8]) -> [u8; N] {
+    let mut b = [0u8; N];
+    b[..head.len()].copy_from_slice(head);
+    b[head.len()..].copy_from_slice(tail);
+    b
 }
 
 /// Slot `n` of an index file's bytes.

@@ -18,6 +18,8 @@ pub const SNAPSHOT_HEADER_SIZE: usize = 10;
 pub const SNAPSHOT_ENTRY_SIZE: usize = 46;
 /// Where the CRC-covered part starts (the entry count).
 const CRC_START: usize = 6;
+/// Where the stored CRC is.
+const CRC_FIELD: std::ops::Range<usize> = 2..CRC_START;
 
 /// One producer as a snapshot stores it: only its newest batch survives.
 ///
@@ -104,9 +106,20 @@ pub fn encode_snapshot(entries: &[ProducerSnapshotEntry]) -> Vec<u8> {
     for entry in entries {
         entry.encode_into(&mut out);
     }
-    let crc = crc32c(&out[CRC_START..]);
-    out[2..6].copy_from_slice(&crc.to_be_bytes());
+    stamp_crc(&mut out);
     out
+}
+
+/// Write the CRC-32C of bytes `[6, EOF)` into the header's crc field (what
+/// [`encode_snapshot`] does last; tests and fuzzing use it to make edited
+/// bytes pass the check).
+///
+/// # Panics
+///
+/// If `bytes` is shorter than the header.
+pub fn stamp_crc(bytes: &mut [u8]) {
+    let crc = crc32c(&bytes[CRC_START..]);
+    bytes[CRC_FIELD].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// Decode a snapshot file's bytes.
@@ -145,7 +158,7 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerSnapshotEntry>, Snaps
             available: body.len(),
         });
     }
-    let stored = u32::from_be_bytes(bytes[2..6].try_into().expect("4 bytes"));
+    let stored = u32::from_be_bytes(bytes[CRC_FIELD].try_into().expect("4 bytes"));
     let computed = crc32c(&bytes[CRC_START..]);
     if stored != computed {
         return Err(SnapshotCorruption::ChecksumMismatch { stored, computed });

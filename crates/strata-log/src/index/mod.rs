@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use thiserror::Error;
 
+use crate::codec::index::{self as codec, IndexSlot};
 use crate::types::{Offset, Position, Timestamp};
 
 pub use crate::codec::index::IndexCorruption;
@@ -446,6 +447,19 @@ impl IndexFile {
     pub(crate) fn close(mut self) -> Result<(), IndexError> {
         self.trim_to_valid_size()?;
         Ok(())
+    }
+
+    /// The codec's checks on this file's entries: Kafka's `sanityCheck`
+    /// plus Strata's rule on the last pair, or on every pair when `full`.
+    pub(crate) fn check<S: IndexSlot>(&self, full: bool) -> Result<(), IndexError> {
+        let (length, base) = (self.length as u64, self.base_offset);
+        let slot = |n| S::decode(self.slot(n));
+        let result = if full {
+            codec::check_all_entries(length, self.entries, base, slot)
+        } else {
+            codec::sanity_check(length, self.entries, base, slot)
+        };
+        result.map_err(|reason| self.corrupt(reason))
     }
 
     pub(crate) fn corrupt(&self, reason: IndexCorruption) -> IndexError {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::search::{search, warm_entries, Bound};
 use super::{IndexError, IndexFile};
-use crate::codec::index::{self as codec, IndexSlot, TimeSlot};
+use crate::codec::index::{IndexSlot, TimeSlot};
 use crate::types::{Offset, Timestamp};
 
 const ENTRY_SIZE: usize = TimeSlot::SIZE;
@@ -229,16 +229,14 @@ impl TimeIndex {
     }
 
     /// Check for corruption: Kafka's `sanityCheck` plus Strata's rule on the
-    /// last two entries ([`codec::sanity_check`]), which a zero-filled,
+    /// last two entries ([`crate::codec::index::sanity_check`]), which a zero-filled,
     /// untrimmed preallocated tail fails.
     ///
     /// # Errors
     ///
-    /// [`IndexError::Corrupt`] with the [`codec::IndexCorruption`].
+    /// [`IndexError::Corrupt`] with the [`super::IndexCorruption`].
     pub fn sanity_check(&self) -> Result<(), IndexError> {
-        let (length, entries) = (self.file.length() as u64, self.file.entries());
-        codec::sanity_check(length, entries, self.file.base_offset(), |n| self.slot(n))
-            .map_err(|reason| self.file.corrupt(reason))
+        self.file.check::<TimeSlot>(false)
     }
 
     /// Kafka's checks, then every adjacent pair of entries (a full scan, for
@@ -248,9 +246,7 @@ impl TimeIndex {
     ///
     /// As [`Self::sanity_check`].
     pub fn check_all_entries(&self) -> Result<(), IndexError> {
-        let (length, entries) = (self.file.length() as u64, self.file.entries());
-        codec::check_all_entries(length, entries, self.file.base_offset(), |n| self.slot(n))
-            .map_err(|reason| self.file.corrupt(reason))
+        self.file.check::<TimeSlot>(true)
     }
 
     /// msync the mapping.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use strata_log::Offset;
 
 use super::lines::{IndexLine, TimeIndexLine};
-use super::{add, file_offset, Emitter, Options, Problems};
+use super::{add, file_offset, read_or_report, Emitter, Options, Problems};
 use strata_log::codec::index::{
     kafka_sanity_check, slot_at, IndexCorruption, IndexSlot, OffsetSlot, TimeSlot,
 };
@@ -25,18 +25,6 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
         .unwrap_or_default();
     let prefix = name.split('.').next().unwrap_or_default();
     path.with_file_name(format!("{prefix}{suffix}"))
-}
-
-/// Read a file or report it; `None` after reporting.
-fn read_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Vec<u8>> {
-    match read_all(path) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            problems.io = true;
-            em.error(&e.to_string());
-            None
-        }
-    }
 }
 
 fn base_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Offset> {

@@ -8,24 +8,12 @@
 use std::path::Path;
 
 use super::lines::{SnapshotBatchLine, SnapshotLine, TxnLine};
-use super::{Emitter, Problems};
+use super::{read_or_report, Emitter, Problems};
 use strata_log::codec::txn::{decode_records, ABORTED_TXN_SIZE};
 use strata_log::metadata::PartitionMetadata;
 use strata_log::producer_state::{decode_snapshot, SnapshotCorruption};
 
 use crate::read::checkpoint::{read_epoch_checkpoint, read_offset_checkpoint};
-use crate::read::read_all;
-
-fn read_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Vec<u8>> {
-    match read_all(path) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            problems.io = true;
-            em.error(&e.to_string());
-            None
-        }
-    }
-}
 
 /// `dumpTxnIndex`.
 pub fn dump_txn_index(path: &Path, em: &mut Emitter, problems: &mut Problems) {
