@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use crate::codec::checkpoint::{decode_checkpoint, CheckpointFormatError};
 use crate::codec::checkpoint::{decode_offset_entry, encode_offset_checkpoint};
-use crate::fs::write_atomically;
+use crate::fs::{write_atomically, StdFs};
 use crate::types::{Offset, TopicPartition};
 
 pub use crate::codec::checkpoint::{encode_checkpoint, CHECKPOINT_VERSION};
@@ -126,7 +126,7 @@ impl CheckpointError {
 ///
 /// [`CheckpointError::Io`].
 pub fn write_checkpoint(path: &Path, text: &str) -> Result<(), CheckpointError> {
-    write_atomically(path, text.as_bytes()).map_err(|source| CheckpointError::Io {
+    write_atomically(&StdFs, path, text.as_bytes()).map_err(|source| CheckpointError::Io {
         path: path.to_path_buf(),
         source,
     })

@@ -28,8 +28,8 @@ use crate::format::{
     self, CLEANED_SUFFIX, DELETED_SUFFIX, KRAFT_CHECKPOINT_DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX,
 };
 use crate::leader_epoch::LeaderEpochCache;
-use crate::log::segment_config;
 use crate::segment::scan::FileBatches;
+use crate::segment::{floor_segment, segment_config};
 use crate::segment::{EpochSink, IndexFileState, Segment, SegmentRecovery};
 use crate::types::Offset;
 
@@ -283,7 +283,7 @@ pub(crate) fn load(
     // index entry) and recovers it as the unclean path would if not, so a
     // torn tail cannot hide valid batches or make offsets be reused.
     let recover_from = if !params.had_clean_shutdown {
-        crate::log::floor_index(&segments, params.recovery_point).or(Some(0))
+        floor_segment(&segments, params.recovery_point).or(Some(0))
     } else {
         match segments.last() {
             Some(active) if !stats.rebuilt_indexes.contains(&active.base_offset()) => {

@@ -468,7 +468,7 @@ impl LogManager {
                         source: Box::new(e),
                     })?;
             }
-            crate::fs::fsync_dir(&dir.path)
+            crate::fs::fsync_dir(&crate::fs::StdFs, &dir.path)
                 .map_err(|e| LogError::io(&dir.path, "fsync log dir", e))?;
             Ok::<_, LogError>(log)
         })();
@@ -514,7 +514,7 @@ impl LogManager {
             return Err(e);
         }
         log.set_dir(new.clone());
-        let _ = crate::fs::fsync_dir(&parent);
+        let _ = crate::fs::fsync_dir(&crate::fs::StdFs, &parent);
         self.pending_dir_deletes
             .lock()
             .unwrap_or_else(|e| e.into_inner())

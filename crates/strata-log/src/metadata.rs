@@ -16,7 +16,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::format::{CLEAN_SHUTDOWN_MARKER, META_PROPERTIES, PARTITION_METADATA};
-use crate::fs::{fsync_dir, write_atomically};
+use crate::fs::{fsync_dir, write_atomically, StdFs};
 
 /// Why a string is not a Kafka base64 UUID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
@@ -241,7 +241,7 @@ impl PartitionMetadata {
     /// I/O errors.
     pub fn write(&self, dir: &Path) -> Result<(), MetadataError> {
         let path = dir.join(PARTITION_METADATA);
-        write_atomically(&path, self.encode().as_bytes()).map_err(io_err(&path))
+        write_atomically(&StdFs, &path, self.encode().as_bytes()).map_err(io_err(&path))
     }
 }
 
@@ -296,7 +296,7 @@ pub fn write_clean_shutdown_marker(log_dir: &Path, broker_epoch: i64) -> io::Res
         .open(&path)?;
     file.write_all(clean_shutdown_json(broker_epoch).as_bytes())?;
     file.sync_all()?;
-    fsync_dir(log_dir)
+    fsync_dir(&StdFs, log_dir)
 }
 
 /// Whether `<log_dir>/.kafka_cleanshutdown` exists.
@@ -322,7 +322,7 @@ pub fn read_clean_shutdown_marker(log_dir: &Path) -> Option<i64> {
 pub fn take_clean_shutdown_marker(log_dir: &Path) -> io::Result<bool> {
     match fs::remove_file(log_dir.join(CLEAN_SHUTDOWN_MARKER)) {
         Ok(()) => {
-            fsync_dir(log_dir)?;
+            fsync_dir(&StdFs, log_dir)?;
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),

@@ -27,7 +27,8 @@ use crate::clock::SharedClock;
 use crate::error::LogError;
 use crate::format::{self, CLEANED_SUFFIX};
 use crate::index::TransactionIndex;
-use crate::log::{segment_config, Log};
+use crate::log::Log;
+use crate::segment::segment_config;
 use crate::segment::Segment;
 use crate::types::{Offset, ProducerId, TopicPartition};
 

@@ -359,7 +359,8 @@ impl Log {
             }
             s.flush()?;
         }
-        crate::fs::fsync_dir(&self.dir()).map_err(|e| LogError::io(self.dir(), "fsync dir", e))?;
+        crate::fs::fsync_dir(&crate::fs::StdFs, &self.dir())
+            .map_err(|e| LogError::io(self.dir(), "fsync dir", e))?;
         if offset > rp {
             self.recovery_point.store(offset.0, Ordering::Release);
         }

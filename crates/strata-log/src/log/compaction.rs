@@ -138,7 +138,8 @@ impl Log {
         cleaned.change_suffix(SWAP_SUFFIX, "")?;
         hook(hooks, FileOp::SyncDir, self)?;
         let dir = self.dir();
-        crate::fs::fsync_dir(&dir).map_err(|e| LogError::io(&dir, "fsync partition dir", e))?;
+        crate::fs::fsync_dir(&crate::fs::StdFs, &dir)
+            .map_err(|e| LogError::io(&dir, "fsync partition dir", e))?;
         for s in old.iter().filter(|s| s.base_offset() != base) {
             let snap = format::snapshot_file(&dir, s.base_offset(), "");
             match std::fs::remove_file(&snap) {

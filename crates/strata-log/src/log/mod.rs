@@ -34,12 +34,11 @@ use crate::clock::SharedClock;
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::leader_epoch::LeaderEpochCache;
-use crate::segment::{EpochSink, Segment, SegmentConfig};
+use crate::segment::{EpochSink, Segment};
 use crate::types::{LeaderEpoch, Offset, Timestamp, TopicPartition};
 
 pub use crate::loader::{LoadParams, RecoveryStats};
 pub use producers::PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS;
-pub(crate) use read::floor_segment as floor_index;
 pub use read::{FetchData, FileSlice, ReadBound, TimestampAndOffset};
 pub use retention::RetentionOutcome;
 
@@ -210,24 +209,6 @@ impl EpochSink for LeaderEpochCache {
                 path: self.path().to_path_buf(),
                 source: Box::new(e),
             })
-    }
-}
-
-/// The per-segment settings a new segment of a log with `config` gets,
-/// including its random roll jitter (§12).
-pub(crate) fn segment_config(config: &LogConfig, new_active: bool) -> SegmentConfig {
-    let bound = config.max_roll_jitter_ms();
-    let roll_jitter_ms = if bound > 0 {
-        (rand::random::<i32>().unsigned_abs() as i64) % bound
-    } else {
-        0
-    };
-    SegmentConfig {
-        index_interval_bytes: config.index_interval_bytes,
-        max_index_size: config.segment_index_bytes.max(0) as usize,
-        roll_jitter_ms,
-        preallocate_bytes: (new_active && config.preallocate)
-            .then_some(config.segment_bytes as u64),
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::Log;
 use crate::batch::BatchView;
 use crate::error::LogError;
-use crate::segment::Segment;
+use crate::segment::{floor_segment, Segment};
 use crate::types::{LeaderEpoch, Offset, Timestamp};
 
 /// The upper bound of a read.
@@ -67,15 +67,6 @@ pub struct TimestampAndOffset {
     pub timestamp: Timestamp,
     pub offset: Offset,
     pub leader_epoch: Option<LeaderEpoch>,
-}
-
-/// Index of the segment holding `offset`: the last with base ≤ offset.
-pub(crate) fn floor_segment(segs: &[Arc<Segment>], offset: Offset) -> Option<usize> {
-    match segs.binary_search_by(|s| s.base_offset().cmp(&offset)) {
-        Ok(i) => Some(i),
-        Err(0) => None,
-        Err(i) => Some(i - 1),
-    }
 }
 
 impl Log {

@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use super::{segment_config, AppendState, Log};
+use super::{AppendState, Log};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::format;
+use crate::segment::segment_config;
 use crate::segment::{RollParams, Segment};
 use crate::types::Offset;
 

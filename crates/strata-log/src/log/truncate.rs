@@ -3,9 +3,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{segment_config, AppendState, Log};
+use super::{AppendState, Log};
 use crate::error::LogError;
 use crate::format::DELETED_SUFFIX;
+use crate::segment::segment_config;
 use crate::segment::Segment;
 use crate::types::Offset;
 

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::checkpoint::parse_java_int;
 use crate::format::META_PROPERTIES;
-use crate::fs::write_atomically;
+use crate::fs::{write_atomically, StdFs};
 
 const VERSION_PROP: &str = "version";
 const CLUSTER_ID_PROP: &str = "cluster.id";
@@ -191,7 +191,7 @@ impl MetaProperties {
     pub fn write(&self, log_dir: &Path) -> Result<(), MetadataError> {
         let path = log_dir.join(META_PROPERTIES);
         let text = self.encode(system_time_ms(SystemTime::now()));
-        write_atomically(&path, text.as_bytes()).map_err(io_err(&path))
+        write_atomically(&StdFs, &path, text.as_bytes()).map_err(io_err(&path))
     }
 }
 

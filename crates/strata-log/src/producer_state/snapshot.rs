@@ -102,7 +102,8 @@ pub fn write_snapshot(
         .map_err(io("write producer snapshot"))?;
     if sync {
         file.sync_all().map_err(io("fsync producer snapshot"))?;
-        crate::fs::fsync_parent(path).map_err(io("fsync directory of producer snapshot"))?;
+        crate::fs::fsync_parent(&crate::fs::StdFs, path)
+            .map_err(io("fsync directory of producer snapshot"))?;
     }
     Ok(())
 }

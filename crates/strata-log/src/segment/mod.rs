@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::format;
 use crate::index::{IndexError, OffsetIndex, TimeIndex, TimestampOffset};
@@ -143,6 +144,33 @@ impl std::fmt::Debug for Segment {
 
 fn idx_err(e: IndexError) -> LogError {
     LogError::Index { source: e }
+}
+
+/// The per-segment settings a new segment of a log with `config` gets,
+/// including its random roll jitter (§12).
+pub(crate) fn segment_config(config: &LogConfig, new_active: bool) -> SegmentConfig {
+    let bound = config.max_roll_jitter_ms();
+    let roll_jitter_ms = if bound > 0 {
+        (rand::random::<i32>().unsigned_abs() as i64) % bound
+    } else {
+        0
+    };
+    SegmentConfig {
+        index_interval_bytes: config.index_interval_bytes,
+        max_index_size: config.segment_index_bytes.max(0) as usize,
+        roll_jitter_ms,
+        preallocate_bytes: (new_active && config.preallocate)
+            .then_some(config.segment_bytes as u64),
+    }
+}
+
+/// Index of the segment holding `offset`: the last with base ≤ offset.
+pub(crate) fn floor_segment(segs: &[Arc<Segment>], offset: Offset) -> Option<usize> {
+    match segs.binary_search_by(|s| s.base_offset().cmp(&offset)) {
+        Ok(i) => Some(i),
+        Err(0) => None,
+        Err(i) => Some(i - 1),
+    }
 }
 
 impl<T> Lazy<T> {
