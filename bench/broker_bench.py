@@ -5,7 +5,7 @@ log dir, produces 1,000,000 x 100 B and 200,000 x 1 KiB records (acks=1, no comp
 linger.ms=50, 1 MiB batches), consumes them all with librdkafka, fetches the same partitions with
 a minimal Fetch loop (rawfetch.py) and copies the same segment bytes over a plain loopback socket
 (loopback.py). Speed is reported as records/s and MB/s, and the raw fetch as a fraction of the
-loopback copy measured in the same run (STYLE.md 13: ratios to a baseline, not absolute times).
+loopback copy measured in the same run (ratios to a baseline, not absolute times).
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@
 //! - `protocol_log`: rate-limited INFO lines for protocol errors.
 //! - `dispatch`: header decoding, version checks, response encoding.
 //! - `apis`: one module per Kafka API.
+//! - `admin`: topic creation, deletion, partition growth and config changes.
+//! - `dynamic_config`: dynamic broker configs (KIP-226), kept across restarts.
+//! - `group`: the classic group coordinator and `__consumer_offsets`.
+//! - `placement`: Kafka's replica placement.
+//! - `tiered`: the broker's hooks into the remote tier (`strata-tiered`).
 //! - `broker`: the state handlers share.
 //! - `topics`: the persisted topic metadata store (`strata-topics.json`).
 //! - `reconcile`: startup agreement between the store and the log directories.

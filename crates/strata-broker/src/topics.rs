@@ -4,7 +4,7 @@
 //!
 //! Kafka keeps this in the KRaft metadata log; Strata keeps it in one small
 //! JSON file at the log-directory level (never inside a partition directory,
-//! DESIGN decision 1), rewritten atomically: write `strata-topics.json.tmp`,
+//! docs/architecture.md decision 1), rewritten atomically: write `strata-topics.json.tmp`,
 //! fsync, rename over `strata-topics.json`, fsync the directory.
 //!
 //! Format: `<first log dir>/strata-topics.json`, encoded and validated by

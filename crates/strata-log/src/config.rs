@@ -1,5 +1,5 @@
 //! Topic-level log configuration with Kafka 3.9's names, defaults and ranges
-//! (`reference/kafka-disk-format.md` §12).
+//! (`docs/kafka-behaviour.md` §12).
 //!
 //! [`LogConfig`] is the typed result; [`LogConfig::definitions`] is the one
 //! table that knows every name, its broker synonyms, type, default and range.

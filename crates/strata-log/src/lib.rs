@@ -5,6 +5,9 @@
 //! `.timeindex` files. This crate is synchronous: no async runtime, blocking
 //! file I/O, background work on named threads.
 //!
+//! Comments cite Kafka's behaviour as `§N` or `§N.M`: a section of
+//! `docs/kafka-behaviour.md`, which names the Kafka source files behind it.
+//!
 //! # Layout
 //!
 //! - [`types`]: newtypes for offsets, positions, epochs, producer ids.

@@ -18,7 +18,7 @@ use strata_log::{Clock, LeaderEpoch, MockClock, Offset, ProducerEpoch, ProducerI
 fn fixtures() -> std::path::PathBuf {
     std::path::PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/kafka-records"
+        "/../../tests/fixtures/kafka-records"
     ))
 }
 

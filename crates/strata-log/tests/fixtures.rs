@@ -1,10 +1,10 @@
 //! Guards byte compatibility with Apache Kafka: every segment that Kafka's own
-//! record builder wrote (`shared/fixtures/kafka-records/*`) must read back
+//! record builder wrote (`tests/fixtures/kafka-records/*`) must read back
 //! exactly as its `manifest.json` says (every batch field, every record), must
 //! pass validation, and uncompressed batches rebuilt with `BatchBuilder` must
 //! equal Kafka's bytes.
 //!
-//! The fixtures live in `shared/` beside the repository root; set
+//! The fixtures live in `tests/fixtures/` at the repository root; set
 //! `STRATA_FIXTURES` to point elsewhere. A missing fixture fails the test.
 
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ fn fixtures_dir() -> PathBuf {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/kafka-records"
+            "/../../tests/fixtures/kafka-records"
         )),
     }
 }

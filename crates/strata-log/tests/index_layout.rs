@@ -12,7 +12,7 @@ use strata_log::index::{AbortedTxn, OffsetIndex, TimeIndex, TransactionIndex};
 use strata_log::{Offset, Position, ProducerId, Timestamp};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/kafka-records")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/kafka-records")
 }
 
 #[derive(Debug, Clone)]

@@ -80,7 +80,7 @@ fn fixture_log() -> Vec<u8> {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/kafka-records"
+            "/../../tests/fixtures/kafka-records"
         )),
     };
     let path = dir.join("idempotent-and-transactional/00000000000000000000.log");

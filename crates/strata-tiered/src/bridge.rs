@@ -1,6 +1,6 @@
 //! The one bridge between the synchronous storage engine and the async
-//! object store (STYLE 16): a small dedicated tokio runtime; synchronous
-//! callers hand it a future and wait on a channel.
+//! object store (docs/architecture.md decision 6): a small dedicated tokio
+//! runtime; synchronous callers hand it a future and wait on a channel.
 //!
 //! Waiting on a channel instead of `Runtime::block_on` means a caller may
 //! be any thread — a task pool, a reader thread, even a broker thread that

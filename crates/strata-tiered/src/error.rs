@@ -1,4 +1,4 @@
-//! Errors of the remote tier, one enum per concern (STYLE 5): storage
+//! Errors of the remote tier, one enum per concern: storage
 //! plug-in calls, metadata calls, record decoding and configuration.
 
 use std::path::PathBuf;

@@ -5,6 +5,9 @@
 //! four-state life cycle says which copies are live; reads below the local
 //! log start are served from the remote tier.
 //!
+//! "reference §N" (or `§N`) in this crate's comments is a section of
+//! `docs/kafka-tiered-behaviour.md`, which names the Kafka source files behind it.
+//!
 //! # Layout
 //!
 //! - [`metadata`]: segment ids, [`RemoteLogSegmentMetadata`], the state

@@ -6,12 +6,16 @@
 //! - `strata log dump`: [`dump`], parity with Kafka 3.9's `kafka-dump-log.sh`.
 //! - `strata log verify`: [`verify`], a read-only consistency check of
 //!   partition and log directories.
-//! - `strata log doctor`: [`doctor`], explains retention, compaction and
-//!   damage for one partition.
-//! - `strata log compact`: [`compact`], an offline run of the cleaner.
+//! - `strata log doctor`: [`doctor`], explains a partition (retention,
+//!   compaction, restart cost, rolls, indexes, damage).
+//! - `strata log compact --dry-run`: [`compact`], what compaction would reclaim.
+//! - `strata tier fsck`: `strata_tiered::cli`, the remote catalogue against
+//!   the bucket.
 //! - [`read`]: the read-only file readers `dump`, `verify` and `doctor`
 //!   share; every format is decoded by `strata_log::codec` (the engine's own
 //!   codecs) from plain reads, never a mapping.
+//!
+//! `§N` in comments is a section of `docs/kafka-behaviour.md`.
 //!
 //! Exit codes: 0 success, 1 verification failures (corruption found),
 //! 2 usage or I/O errors.

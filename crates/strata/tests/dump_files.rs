@@ -202,7 +202,7 @@ fn txn_index_lines() {
     );
 }
 
-/// The snapshot test vector of `reference/kafka-disk-format.md` §6.2.
+/// The snapshot test vector of `docs/kafka-behaviour.md` §6.2.
 const SNAPSHOT: &str = "0001b3fd6df500000001000000000000000700010000000400000000000000090000000400000000000003e8ffffffffffffffffffffffff";
 
 #[test]

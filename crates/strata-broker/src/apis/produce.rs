@@ -2,7 +2,7 @@
 //!
 //! The batch bytes arrive as a `Bytes` slice of the request frame; they are
 //! copied once into a mutable buffer so the log can assign offsets in place
-//! (DESIGN decision 2). All partitions of a request are appended in one
+//! (docs/architecture.md decision 2). All partitions of a request are appended in one
 //! blocking task, in request order. Single broker: after an append the high
 //! watermark moves to the log end offset; with durable appends the data is
 //! fsynced (group commit in the log) before the answer.

@@ -65,7 +65,8 @@ mod hash_tests {
 
     #[test]
     fn partition_matches_kafka() {
-        // Values from the protocol reference (§4.7), computed by Kafka.
+        // Values computed by Kafka (`Utils.abs(groupId.hashCode()) % 50`,
+        // GroupCoordinatorService.partitionFor in group-coordinator/).
         assert_eq!(partition_for("my-group", 50), 12);
         assert_eq!(partition_for("test", 50), 48);
         assert_eq!(partition_for("", 50), 0);

@@ -1,7 +1,7 @@
 //! Record batches, magic v2: a zero-copy view over the bytes producers send
 //! and segments store.
 //!
-//! Format (all integers big-endian; `reference/kafka-disk-format.md` §1.2):
+//! Format (all integers big-endian; `docs/kafka-behaviour.md` §1.2):
 //!
 //! ```text
 //!  0  BaseOffset            i64   rewritten by the leader on append

@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn reference_examples() {
-        // kafka-disk-format.md §1.5.
+        // docs/kafka-behaviour.md §1.5.
         let cases: &[(i32, &[u8])] = &[
             (-1, &[0x01]),
             (0, &[0x00]),

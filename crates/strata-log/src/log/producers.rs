@@ -1,5 +1,5 @@
 //! The log's side of producer state (Kafka `UnifiedLog`'s calls into
-//! `ProducerStateManager`; `reference/kafka-disk-format.md` §6 and §9,
+//! `ProducerStateManager`; `docs/kafka-behaviour.md` §6 and §9,
 //! `docs/producer-state.md`).
 //!
 //! The [`ProducerStateManager`] lives in [`super::AppendState`], so the

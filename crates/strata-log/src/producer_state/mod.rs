@@ -1,5 +1,5 @@
 //! Producer state: idempotent and transactional producers (Kafka
-//! `ProducerStateManager` and friends; `reference/kafka-disk-format.md` §6,
+//! `ProducerStateManager` and friends; `docs/kafka-behaviour.md` §6,
 //! `docs/producer-state.md`).
 //!
 //! For every producer id the partition remembers its epoch, the metadata of

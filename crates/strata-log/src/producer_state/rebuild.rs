@@ -1,5 +1,5 @@
 //! Rebuilding producer state at load (Kafka
-//! `UnifiedLog.rebuildProducerState`; `reference/kafka-disk-format.md` §6.5).
+//! `UnifiedLog.rebuildProducerState`; `docs/kafka-behaviour.md` §6.5).
 //!
 //! The manager knows nothing about segments: the log passes its segment base
 //! offsets and a reader closure, so this driver is the whole of Kafka's

@@ -1,6 +1,6 @@
 //! The producer snapshot file `<20-digit offset>.snapshot`, version 1
 //! (Kafka `ProducerStateManager.readSnapshot` / `writeSnapshot`,
-//! `ProducerSnapshot.json`; `reference/kafka-disk-format.md` §6.2).
+//! `ProducerSnapshot.json`; `docs/kafka-behaviour.md` §6.2).
 //!
 //! The bytes are [`crate::codec::snapshot`]'s; this module adds the file
 //! I/O and the conversion to and from [`ProducerStateEntry`].

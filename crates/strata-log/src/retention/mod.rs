@@ -1,7 +1,7 @@
-//! Retention (cleanup.policy=delete, kafka-disk-format.md §10): which
+//! Retention (cleanup.policy=delete, docs/kafka-behaviour.md §10): which
 //! segments a retention pass deletes, and why.
 //!
-//! Decide with a pure function, act with a worker (STYLE 18):
+//! Decide with a pure function, act with a worker (docs/architecture.md decision 9):
 //!
 //! - [`decide`] maps a [`LogSnapshot`] (every segment's base offset, size
 //!   and largest timestamp, plus the log start offset, high watermark and log

@@ -7,8 +7,10 @@
 //! producer snapshots awaiting removal) so the manager only holds one field.
 //!
 //! Kafka skips compacted logs here because its cleaner thread runs their
-//! retention after each cleaning. Strata has no cleaner thread yet, so every
-//! log is visited; a `compact`-only log gets only the log-start-offset pass
+//! retention after each cleaning. Strata's cleaner threads do that too
+//! (`cleaner::LogCleaner`), but this schedule still visits every log, so
+//! compacted logs keep their retention when `log.cleaner.enable=false`; a
+//! `compact`-only log gets only the log-start-offset pass
 //! ([`super::decide`]), exactly what Kafka's cleaner would run for it.
 //!
 //! # Locks

@@ -131,8 +131,9 @@ impl Segment {
         st.time_index(base)
             .and_then(|i| i.reset())
             .map_err(idx_err)?;
-        // Transaction index entries are rebuilt by producer state (later issue);
-        // an existing file is emptied as Kafka's reset does.
+        // Recovery does not rebuild transaction index entries (Strata's append
+        // path writes none: there is no transaction coordinator); an existing
+        // file is emptied as Kafka's reset does.
         if st.txn_path.exists() {
             std::fs::File::create(&st.txn_path)
                 .map_err(|e| LogError::io(&st.txn_path, "reset txn index", e))?;

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use strata_log::batch::BatchBuilder;
 use strata_log::{DirHealth, LoadParams, Log, LogConfig, MockClock, Offset, ReadBound, Timestamp};
 
-/// `/work/shared/fixtures/kafka-records`, or `$STRATA_FIXTURES`.
+/// `tests/fixtures/kafka-records` in the repository, or `$STRATA_FIXTURES`.
 pub fn fixtures_dir() -> PathBuf {
     match std::env::var_os("STRATA_FIXTURES") {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/kafka-records"
+            "/../../tests/fixtures/kafka-records"
         )),
     }
 }

@@ -1,5 +1,6 @@
 //! What the copy and expiration tasks decide, as pure functions over
-//! snapshots (STYLE 18), so each rule is tested without disk or store.
+//! snapshots (docs/architecture.md decision 9), so each rule is tested
+//! without disk or store.
 //!
 //! Copy (Kafka `RLMCopyTask`, reference §5.1): from
 //! `max(copied + 1, log_start)`, every local segment whose *next* segment

@@ -1,6 +1,6 @@
 //! "Compact topic not shrinking", "tombstones linger", "consumer cache keeps
 //! deleted keys" and "disk doubles during compaction": the cleaner's own
-//! choice (kafka-disk-format.md §11.2) recomputed from disk, with the
+//! choice (docs/kafka-behaviour.md §11.2) recomputed from disk, with the
 //! setting behind each obstacle.
 
 use strata_log::{LogConfig, Offset};

@@ -1,10 +1,11 @@
 //! Checkpoint files, read strictly and read-only through
 //! `strata_log::checkpoint::read_checkpoint`, entries kept in file order.
 //!
-//! The framing and entry lines are `strata_log::codec::checkpoint` and
-//! `strata_log::codec::leader_epoch`, the engine's own decoders: a file the
-//! tools accept is one the broker accepts. An empty file, or a version line
-//! without a count line, has no entries (Kafka's reader).
+//! Format (`docs/kafka-behaviour.md` §7.1): the framing and entry lines are
+//! decoded by `strata_log::codec::checkpoint` and
+//! `strata_log::codec::leader_epoch`, the engine's own decoders, so a file
+//! the tools accept is one the broker accepts. An empty file, or a version
+//! line without a count line, has no entries (Kafka's reader).
 
 use std::path::Path;
 

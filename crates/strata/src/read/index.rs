@@ -12,8 +12,9 @@
 //! broker's directory must not map a file the broker may truncate (a read of
 //! a truncated mapping is a SIGBUS).
 //!
-//! Slot layouts, sizes and sanity rules are `strata_log::codec::index`'s,
-//! shared with the engine; this module only adds the absolute offsets.
+//! Format (`docs/kafka-behaviour.md` §3.1, §4.1): slot layouts, sizes and
+//! sanity rules are `strata_log::codec::index`'s, shared with the engine;
+//! this module only adds the absolute offsets.
 
 use strata_log::codec::index::{slots, IndexSlot, OffsetSlot, TimeSlot};
 use strata_log::{Offset, Timestamp};

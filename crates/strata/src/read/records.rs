@@ -2,7 +2,7 @@
 //!
 //! v2 batches are read with [`strata_log::batch::BatchView`], legacy (magic 0
 //! and 1) entries with [`strata_log::batch::read_legacy_entry`]. Scanning
-//! follows §1.10 of `reference/kafka-disk-format.md`: stop at 17 or fewer
+//! follows §1.10 of `docs/kafka-behaviour.md`: stop at 17 or fewer
 //! remaining bytes or at a partial batch; a `Length` below 14 is corruption
 //! and ends the scan.
 
@@ -112,7 +112,7 @@ pub fn last_offset(item: &Scanned<'_>) -> Option<Offset> {
 mod tests {
     use super::*;
 
-    /// Test vector A of `reference/kafka-disk-format.md` §1.9.
+    /// Test vector A of `docs/kafka-behaviour.md` §1.9.
     const VECTOR_A: &str = "00000000000000000000003a0000000002716a618900000000000000000000000003e800000000000003e8ffffffffffffffffffffffffffff0000000110000000026b027600";
 
     #[test]

@@ -1,5 +1,5 @@
 //! Checks of a segment's `.index`, `.timeindex` and `.txnindex` against the
-//! segment's batches (`reference/kafka-disk-format.md` §3–§5).
+//! segment's batches (`docs/kafka-behaviour.md` §3–§5).
 //!
 //! Offset index entry (O, P) is written by an append that started at
 //! position P and whose largest offset is O, so: P is a batch start, that

@@ -20,7 +20,7 @@ pub fn fixtures() -> PathBuf {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/kafka-records"
+            "/../../tests/fixtures/kafka-records"
         )),
     }
 }
