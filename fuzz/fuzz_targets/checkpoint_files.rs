@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use strata_log::checkpoint::OffsetCheckpointFile;
+use strata_log::codec::checkpoint::{decode_offset_checkpoint, encode_offset_checkpoint};
+use strata_log::codec::leader_epoch;
 use strata_log::format::{LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT};
 use strata_log::leader_epoch::LeaderEpochCache;
 use strata_log::metadata::PartitionMetadata;
@@ -34,9 +36,24 @@ fn dir() -> &'static PathBuf {
 fuzz_target!(|data: &[u8]| {
     let dir = dir();
 
+    // The pure codecs the tools use: what decodes re-encodes to text that
+    // decodes the same, and the engine's readers accept exactly that.
+    let offsets = decode_offset_checkpoint(data);
+    if let Ok(entries) = &offsets {
+        let text = encode_offset_checkpoint(entries.iter().map(|(tp, o)| (tp, o)));
+        assert_eq!(decode_offset_checkpoint(text.as_bytes()).as_ref(), Ok(entries));
+    }
+    let epochs = leader_epoch::decode(data);
+    if let Ok(entries) = &epochs {
+        let text = leader_epoch::encode(entries);
+        assert_eq!(leader_epoch::decode(text.as_bytes()).as_ref(), Ok(entries));
+    }
+
     let checkpoint = OffsetCheckpointFile::in_dir(dir, RECOVERY_POINT_CHECKPOINT);
     std::fs::write(checkpoint.path(), data).unwrap();
-    if let Ok(offsets) = checkpoint.read() {
+    let read = checkpoint.read();
+    assert_eq!(read.is_ok(), offsets.is_ok());
+    if let Ok(offsets) = read {
         checkpoint.write(&offsets).unwrap();
         assert_eq!(checkpoint.read().unwrap(), offsets);
     }

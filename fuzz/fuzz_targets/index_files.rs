@@ -2,7 +2,9 @@
 //! opened from disk by the engine (read-only, as log loading and the tools
 //! open an existing index) and put through every reader and sanity check:
 //! lookups, entries, `sanity_check`, `check_all_entries`, the aborted
-//! transactions of a fetch. Any panic or overflow is a bug. Every version-0
+//! transactions of a fetch; and through the pure codecs the tools use
+//! (`strata_log::codec`), whose verdict must match the engine's. Any panic
+//! or overflow is a bug. Every version-0
 //! aborted-transaction record read re-encodes to a record that decodes to
 //! itself.
 //!
@@ -15,7 +17,11 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use strata_log::index::{AbortedTxn, OffsetIndex, OffsetPosition, TimeIndex, TransactionIndex};
+use strata_log::codec::index::{self as codec, IndexSlot, OffsetSlot, TimeSlot};
+use strata_log::codec::txn::decode_records;
+use strata_log::index::{
+    AbortedTxn, IndexError, OffsetIndex, OffsetPosition, TimeIndex, TransactionIndex,
+};
 use strata_log::{Offset, Position, Timestamp};
 
 /// One scratch directory per process; every input overwrites the same files.
@@ -28,6 +34,15 @@ fn dir() -> &'static PathBuf {
             .expect("temp dir")
             .keep()
     })
+}
+
+/// The codec's full check on the file's bytes, as the tools run it: it must
+/// find exactly what the engine finds on its mapping of the same file.
+fn same_verdict<S: IndexSlot>(file: &[u8], base: Offset, engine: Result<(), IndexError>) {
+    let entries = file.len() / S::SIZE;
+    let slot = |n| codec::slot_at::<S>(file, n);
+    let pure = codec::check_all_entries(file.len() as u64, entries, base, slot);
+    assert_eq!(engine.map_err(|e| e.corruption()), pure.map_err(Some));
 }
 
 /// The broker default `segment.index.bytes`.
@@ -45,7 +60,8 @@ fuzz_target!(|data: &[u8]| {
     let path = dir.join("segment.index");
     std::fs::write(&path, file).unwrap();
     if let Ok(index) = OffsetIndex::open(&path, base, MAX_INDEX_SIZE, false) {
-        let _ = (index.sanity_check(), index.check_all_entries());
+        let _ = index.sanity_check();
+        same_verdict::<OffsetSlot>(file, base, index.check_all_entries());
         let _ = (index.last_offset(), index.is_full(), index.size_in_bytes());
         for n in 0..index.entries() {
             let _ = index.entry(n);
@@ -65,7 +81,8 @@ fuzz_target!(|data: &[u8]| {
     let path = dir.join("segment.timeindex");
     std::fs::write(&path, file).unwrap();
     if let Ok(index) = TimeIndex::open(&path, base, MAX_INDEX_SIZE, false) {
-        let _ = (index.sanity_check(), index.check_all_entries());
+        let _ = index.sanity_check();
+        same_verdict::<TimeSlot>(file, base, index.check_all_entries());
         let _ = (index.last_entry(), index.is_full(), index.size_in_bytes());
         for n in 0..index.entries() {
             let _ = index.entry(n);
@@ -80,6 +97,11 @@ fuzz_target!(|data: &[u8]| {
         let _ = index.is_empty();
         let _ = index.collect_aborted_txns(Offset(target), base);
         let _ = index.collect_aborted_txns(base, Offset(target));
+        let pure = decode_records(file);
+        assert_eq!(
+            index.all_aborted_txns().map_err(|e| e.corruption()),
+            pure.map_err(|e| Some(e.into()))
+        );
         if let Ok(all) = index.all_aborted_txns() {
             // Only version 0 (what a broker writes) round-trips: decode reads
             // the version from byte 0 alone, as Kafka does, while encode

@@ -1,7 +1,8 @@
 //! Arbitrary bytes as a producer-state `.snapshot` file, read from disk as
 //! log loading reads it: `read_snapshot`, each entry restored into the
 //! in-memory producer state, and a `ProducerStateManager` reloading from the
-//! file. Any panic or overflow is a bug. Whatever decodes must write back
+//! file, and through the pure codec (`strata_log::codec::snapshot`) the
+//! tools use, which must agree with it. Any panic or overflow is a bug. Whatever decodes must write back
 //! (`write_snapshot`) to a file that reads as the same entries.
 //!
 //! The CRC covers the whole body, so the fuzzer would rarely get past it:
@@ -14,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use strata_log::batch::crc32c;
+use strata_log::codec::snapshot::{decode_snapshot, encode_snapshot, stamp_crc};
 use strata_log::producer_state::{
     read_snapshot, write_snapshot, ProducerSnapshotEntry, ProducerStateManager,
     SNAPSHOT_HEADER_SIZE,
@@ -42,12 +43,19 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut file = file.to_vec();
     if mode & 1 == 1 && file.len() >= SNAPSHOT_HEADER_SIZE {
-        let crc = crc32c(&file[6..]);
-        file[2..6].copy_from_slice(&crc.to_be_bytes());
+        stamp_crc(&mut file);
     }
     let dir = dir();
     let path = dir.join(format!("{SNAPSHOT_OFFSET:020}.snapshot"));
     std::fs::write(&path, &file).unwrap();
+
+    // The pure codec the tools use and the engine's file reader agree, and
+    // whatever decodes re-encodes to bytes that decode the same.
+    let pure = decode_snapshot(&file);
+    assert_eq!(pure.as_ref().ok(), read_snapshot(&path).as_ref().ok());
+    if let Ok(entries) = &pure {
+        assert_eq!(decode_snapshot(&encode_snapshot(entries)).as_ref(), Ok(entries));
+    }
 
     if let Ok(entries) = read_snapshot(&path) {
         for e in &entries {

@@ -7,18 +7,8 @@
 //! docs/architecture.md decision 1), rewritten atomically: write `strata-topics.json.tmp`,
 //! fsync, rename over `strata-topics.json`, fsync the directory.
 //!
-//! Format: `<first log dir>/strata-topics.json`
-//! ```text
-//! {
-//!   "version": 1,
-//!   "cluster_id": "<22-char base64url uuid>",
-//!   "next_producer_id": 4000,              // first id of the next unallocated block
-//!   "topics": {
-//!     "<name>": { "id": "<uuid>", "partitions": 3, "leader_epoch": 0,
-//!                 "configs": { "retention.ms": "1000" } }
-//!   }
-//! }
-//! ```
+//! Format: `<first log dir>/strata-topics.json`, encoded and validated by
+//! [`strata_log::codec::topic_store`] (which the `strata log` tools read too).
 //! Invariants: names are unique, ids are unique, `partitions >= 1`, the file
 //! on disk is always a complete document (old or new, never a mix).
 
@@ -27,13 +17,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
+use strata_log::codec::topic_store::{TopicStoreDocument as Document, TopicStoreFormatError};
 use thiserror::Error;
 use uuid::Uuid;
 
-/// File name of the store inside the first log directory.
-pub const TOPICS_FILE: &str = "strata-topics.json";
-const FORMAT_VERSION: u32 = 1;
+pub use strata_log::codec::topic_store::{TopicInfo, TOPICS_FILE};
 /// Longest legal topic name (Kafka `Topic.MAX_NAME_LENGTH`).
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
 
@@ -48,45 +36,15 @@ pub enum TopicStoreError {
         source: std::io::Error,
     },
     #[error("{path} is not a valid topic store")]
-    Parse {
+    Format {
         path: PathBuf,
         #[source]
-        source: serde_json::Error,
+        source: TopicStoreFormatError,
     },
-    #[error("{path} has unsupported format version {version}")]
-    Version { path: PathBuf, version: u32 },
     #[error("topic {name} already exists")]
     AlreadyExists { name: String },
     #[error("topic {name} does not exist")]
     NotFound { name: String },
-}
-
-/// What the broker knows about one topic.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TopicInfo {
-    #[serde(skip)]
-    pub name: String,
-    #[serde(with = "uuid_text")]
-    pub id: Uuid,
-    pub partitions: i32,
-    /// Leader epoch of every partition (single broker: changes only when a
-    /// log directory taken from elsewhere already carries a higher epoch).
-    #[serde(default)]
-    pub leader_epoch: i32,
-    /// Topic config overrides, Kafka names, as the user gave them.
-    #[serde(default)]
-    pub configs: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Document {
-    version: u32,
-    #[serde(default)]
-    cluster_id: Option<String>,
-    #[serde(default)]
-    next_producer_id: i64,
-    #[serde(default)]
-    topics: BTreeMap<String, TopicInfo>,
 }
 
 /// The store. All state sits behind one mutex; every mutation persists the
@@ -106,29 +64,11 @@ impl TopicStore {
     pub fn open(dir: &Path) -> Result<TopicStore, TopicStoreError> {
         let path = dir.join(TOPICS_FILE);
         let doc = match std::fs::read(&path) {
-            Ok(bytes) => {
-                let mut doc: Document =
-                    serde_json::from_slice(&bytes).map_err(|source| TopicStoreError::Parse {
-                        path: path.clone(),
-                        source,
-                    })?;
-                if doc.version != FORMAT_VERSION {
-                    return Err(TopicStoreError::Version {
-                        path,
-                        version: doc.version,
-                    });
-                }
-                for (name, t) in doc.topics.iter_mut() {
-                    t.name = name.clone();
-                }
-                doc
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Document {
-                version: FORMAT_VERSION,
-                cluster_id: None,
-                next_producer_id: 0,
-                topics: BTreeMap::new(),
-            },
+            Ok(bytes) => Document::decode(&bytes).map_err(|source| TopicStoreError::Format {
+                path: path.clone(),
+                source,
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Document::empty(),
             Err(source) => {
                 return Err(TopicStoreError::Io {
                     path,
@@ -283,10 +223,7 @@ impl TopicStore {
             let path = path.to_path_buf();
             move |source| TopicStoreError::Io { path, op, source }
         };
-        let bytes = serde_json::to_vec_pretty(doc).map_err(|source| TopicStoreError::Parse {
-            path: self.path.clone(),
-            source,
-        })?;
+        let bytes = doc.encode();
         let tmp = self.path.with_extension("json.tmp");
         let mut f = std::fs::File::create(&tmp).map_err(io("creating", &tmp))?;
         f.write_all(&bytes).map_err(io("writing", &tmp))?;
@@ -298,21 +235,6 @@ impl TopicStore {
             d.sync_all().map_err(io("fsyncing", dir))?;
         }
         Ok(())
-    }
-}
-
-/// Uuids as their hyphenated text in the JSON document.
-mod uuid_text {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use uuid::Uuid;
-
-    pub fn serialize<S: Serializer>(id: &Uuid, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&id.hyphenated().to_string())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Uuid, D::Error> {
-        let text = String::deserialize(d)?;
-        Uuid::parse_str(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -410,7 +332,10 @@ mod tests {
         std::fs::write(dir.path().join(TOPICS_FILE), b"{ not json").unwrap();
         assert!(matches!(
             TopicStore::open(dir.path()),
-            Err(TopicStoreError::Parse { .. })
+            Err(TopicStoreError::Format {
+                source: TopicStoreFormatError::Parse(_),
+                ..
+            })
         ));
     }
 

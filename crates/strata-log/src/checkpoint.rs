@@ -15,12 +15,13 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::format::is_java_whitespace;
+use crate::codec::checkpoint::{decode_checkpoint, CheckpointFormatError};
+use crate::codec::checkpoint::{decode_offset_entry, encode_offset_checkpoint};
 use crate::fs::{write_atomically, FileSystem, OpenMode, SharedFs};
 use crate::types::{Offset, TopicPartition};
 
-/// Version of every checkpoint file Kafka 3.9 writes.
-pub const CHECKPOINT_VERSION: i32 = 0;
+pub use crate::codec::checkpoint::{encode_checkpoint, CHECKPOINT_VERSION};
+pub(crate) use crate::codec::java_text::{java_lines, parse_java_int};
 
 /// Errors reading or writing a checkpoint file.
 #[derive(Debug, Error)]
@@ -57,74 +58,6 @@ pub enum CheckpointError {
     },
 }
 
-/// Split `text` into lines as Java's `BufferedReader.readLine` does: lines
-/// end at `\n`, `\r` or `\r\n`, and a final terminator adds no empty line.
-pub(crate) fn java_lines(text: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let bytes = text.as_bytes();
-    let (mut start, mut i) = (0, 0);
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\n' => {
-                lines.push(&text[start..i]);
-                start = i + 1;
-            }
-            b'\r' => {
-                lines.push(&text[start..i]);
-                if bytes.get(i + 1) == Some(&b'\n') {
-                    i += 1;
-                }
-                start = i + 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    if start < bytes.len() {
-        lines.push(&text[start..]);
-    }
-    lines
-}
-
-/// Split on runs of Java `\s` like `Pattern.compile("\\s+").split(line)`:
-/// leading whitespace yields an empty first field, trailing empty fields
-/// are dropped.
-pub(crate) fn split_java_whitespace(line: &str) -> Vec<&str> {
-    if !line.chars().any(is_java_whitespace) {
-        return vec![line];
-    }
-    let mut fields: Vec<&str> = Vec::new();
-    let mut start = 0;
-    let mut in_ws = false;
-    for (i, c) in line.char_indices() {
-        if is_java_whitespace(c) {
-            if !in_ws {
-                fields.push(&line[start..i]);
-                in_ws = true;
-            }
-        } else if in_ws {
-            start = i;
-            in_ws = false;
-        }
-    }
-    if !in_ws {
-        fields.push(&line[start..]);
-    }
-    while fields.last().is_some_and(|f| f.is_empty()) {
-        fields.pop();
-    }
-    fields
-}
-
-/// `Integer.parseInt` / `Long.parseLong`: optional sign and ASCII digits.
-pub(crate) fn parse_java_int<T: std::str::FromStr>(s: &str) -> Option<T> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
 /// Read a checkpoint file's entries (Kafka `CheckpointReadBuffer.read`).
 ///
 /// A missing or empty file, or one with only a version line, has no
@@ -150,60 +83,41 @@ pub fn read_checkpoint<T>(
             })
         }
     };
-    let text = String::from_utf8(bytes).map_err(|_| CheckpointError::InvalidUtf8 {
-        path: path.to_path_buf(),
-    })?;
-    let lines = java_lines(&text);
-    let malformed = |n: usize| CheckpointError::MalformedLine {
-        path: path.to_path_buf(),
-        line_number: n + 1,
-        line: lines[n].to_owned(),
-    };
-    let Some(version_line) = lines.first() else {
-        return Ok(Vec::new());
-    };
-    let version: i32 = parse_java_int(version_line).ok_or_else(|| malformed(0))?;
-    if version != expected_version {
-        return Err(CheckpointError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            found: version,
-            expected: expected_version,
-        });
-    }
-    let Some(count_line) = lines.get(1) else {
-        return Ok(Vec::new());
-    };
-    let count: i32 = parse_java_int(count_line).ok_or_else(|| malformed(1))?;
-    let expected = usize::try_from(count).map_err(|_| CheckpointError::NegativeCount {
-        path: path.to_path_buf(),
-        count,
-    })?;
-    let entries = (2..lines.len())
-        .map(|n| parse(&split_java_whitespace(lines[n])).ok_or_else(|| malformed(n)))
-        .collect::<Result<Vec<T>, _>>()?;
-    if entries.len() != expected {
-        return Err(CheckpointError::CountMismatch {
-            path: path.to_path_buf(),
-            expected,
-            found: entries.len(),
-        });
-    }
-    Ok(entries)
+    decode_checkpoint(&bytes, expected_version, parse).map_err(|e| CheckpointError::at(path, e))
 }
 
-/// The text of a checkpoint file: version, count, then one line per entry,
-/// each ended by `\n`.
-pub fn encode_checkpoint<I>(version: i32, entries: I) -> String
-where
-    I: ExactSizeIterator,
-    I::Item: std::fmt::Display,
-{
-    let mut out = format!("{version}\n{}\n", entries.len());
-    for entry in entries {
-        out.push_str(&entry.to_string());
-        out.push('\n');
+impl CheckpointError {
+    /// The reader's error for a file at `path` whose text is malformed.
+    pub fn at(path: &Path, e: CheckpointFormatError) -> CheckpointError {
+        let path = path.to_path_buf();
+        match e {
+            CheckpointFormatError::InvalidUtf8 => CheckpointError::InvalidUtf8 { path },
+            CheckpointFormatError::UnsupportedVersion { found, expected } => {
+                CheckpointError::UnsupportedVersion {
+                    path,
+                    found,
+                    expected,
+                }
+            }
+            CheckpointFormatError::MalformedLine { line_number, line } => {
+                CheckpointError::MalformedLine {
+                    path,
+                    line_number,
+                    line,
+                }
+            }
+            CheckpointFormatError::NegativeCount { count } => {
+                CheckpointError::NegativeCount { path, count }
+            }
+            CheckpointFormatError::CountMismatch { expected, found } => {
+                CheckpointError::CountMismatch {
+                    path,
+                    expected,
+                    found,
+                }
+            }
+        }
     }
-    out
 }
 
 /// Write a checkpoint file atomically (tmp, fsync, rename, fsync dir).
@@ -283,14 +197,16 @@ impl OffsetCheckpointFile {
     ///
     /// See [`read_checkpoint`].
     pub fn read(&self) -> Result<BTreeMap<TopicPartition, Offset>, CheckpointError> {
-        let entries = read_checkpoint(&self.path, CHECKPOINT_VERSION, |fields| match fields {
-            [topic, partition, offset] => Some((
-                TopicPartition::new(*topic, parse_java_int(partition)?),
-                Offset(parse_java_int(offset)?),
-            )),
-            _ => None,
-        })?;
-        Ok(entries.into_iter().collect())
+        Ok(self.read_in_file_order()?.into_iter().collect())
+    }
+
+    /// Read all entries in file order, duplicates kept (for tools).
+    ///
+    /// # Errors
+    ///
+    /// See [`read_checkpoint`].
+    pub fn read_in_file_order(&self) -> Result<Vec<(TopicPartition, Offset)>, CheckpointError> {
+        read_checkpoint(&self.path, CHECKPOINT_VERSION, decode_offset_entry)
     }
 
     /// Replace the file with `offsets`, atomically.
@@ -299,13 +215,10 @@ impl OffsetCheckpointFile {
     ///
     /// [`CheckpointError::Io`].
     pub fn write(&self, offsets: &BTreeMap<TopicPartition, Offset>) -> Result<(), CheckpointError> {
-        let lines = offsets
-            .iter()
-            .map(|(tp, offset)| format!("{} {} {}", tp.topic, tp.partition, offset));
         write_checkpoint(
             self.fs.as_ref(),
             &self.path,
-            &encode_checkpoint(CHECKPOINT_VERSION, lines),
+            &encode_offset_checkpoint(offsets.iter()),
         )
     }
 }
@@ -461,20 +374,5 @@ mod tests {
         let (_dir, file) = setup("x\n");
         let err = file.read().unwrap_err();
         assert!(err.to_string().contains(RECOVERY_POINT_CHECKPOINT), "{err}");
-    }
-
-    #[test]
-    fn java_splitting_rules() {
-        assert_eq!(split_java_whitespace("a 0 1"), ["a", "0", "1"]);
-        assert_eq!(split_java_whitespace(" a"), ["", "a"]);
-        assert_eq!(split_java_whitespace("a  "), ["a"]);
-        assert!(split_java_whitespace("").len() == 1 && split_java_whitespace("")[0].is_empty());
-        assert!(split_java_whitespace("   ").is_empty());
-        assert_eq!(java_lines("a\r\nb\rc\n\nd"), ["a", "b", "c", "", "d"]);
-        assert_eq!(java_lines("a\n"), ["a"]);
-        assert_eq!(parse_java_int::<i32>("+7"), Some(7));
-        assert_eq!(parse_java_int::<i32>("-7"), Some(-7));
-        assert_eq!(parse_java_int::<i32>("7 "), None);
-        assert_eq!(parse_java_int::<i32>("2147483648"), None);
     }
 }

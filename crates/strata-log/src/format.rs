@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::codec::java_text::{is_java_whitespace, parse_java_int};
 use crate::types::{Offset, TopicPartition};
 
 /// Record batches of a segment.
@@ -114,25 +115,7 @@ pub fn snapshot_file(dir: &Path, offset: Offset, suffix: &str) -> PathBuf {
 /// `.` or the prefix is not a decimal `i64`.
 pub fn offset_from_file_name(name: &str) -> Option<Offset> {
     let dot = name.find('.')?;
-    parse_java_long(&name[..dot]).map(Offset)
-}
-
-/// `Long.parseLong` semantics: optional sign, then ASCII digits only.
-fn parse_java_long(s: &str) -> Option<i64> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
-/// `Integer.parseInt` semantics, as used for partition numbers.
-fn parse_java_int(s: &str) -> Option<i32> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
+    parse_java_int::<i64>(&name[..dot]).map(Offset)
 }
 
 /// True for `<base>.log` (Kafka `isLogFile`: the path ends with `.log`).
@@ -204,11 +187,6 @@ pub enum FormatError {
     },
 }
 
-/// Java regex `\s`: space, tab, newline, vertical tab, form feed, carriage return.
-pub(crate) fn is_java_whitespace(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r')
-}
-
 /// Whole-string match of `^(\S+)-(\S+)\.(\S+)$` on `stem` (the name with the
 /// special suffix removed).
 fn matches_special_pattern(stem: &str) -> bool {
@@ -265,7 +243,8 @@ pub fn parse_partition_dir_name(name: &str) -> Result<ParsedDir, FormatError> {
     if partition.is_empty() {
         return Err(err(DirNameProblem::EmptyPartition));
     }
-    let partition = parse_java_int(partition).ok_or_else(|| err(DirNameProblem::BadPartition))?;
+    let partition =
+        parse_java_int::<i32>(partition).ok_or_else(|| err(DirNameProblem::BadPartition))?;
     Ok(ParsedDir {
         tp: TopicPartition::new(topic, partition),
         kind,

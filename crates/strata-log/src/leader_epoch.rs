@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use crate::checkpoint::{
-    encode_checkpoint, parse_java_int, read_checkpoint, write_checkpoint, CheckpointError,
-    OffsetCheckpointFile, CHECKPOINT_VERSION,
+    read_checkpoint, write_checkpoint, CheckpointError, OffsetCheckpointFile, CHECKPOINT_VERSION,
 };
+use crate::codec::leader_epoch::{decode_entry, encode};
 use crate::format::LEADER_EPOCH_CHECKPOINT;
 use crate::fs::SharedFs;
 use crate::types::{LeaderEpoch, Offset};
@@ -28,31 +28,7 @@ use crate::types::{LeaderEpoch, Offset};
 /// Kafka `UNDEFINED_EPOCH_OFFSET`: no end offset known.
 pub const UNDEFINED_EPOCH_OFFSET: Offset = Offset(-1);
 
-/// One cache entry: epoch `epoch` began at offset `start_offset`.
-///
-/// Format: one line of `leader-epoch-checkpoint`, `<epoch> <startOffset>` in
-/// decimal. The whole file is Kafka's checkpoint text format, version 0,
-/// written atomically:
-///
-/// ```text
-/// 0
-/// <count>
-/// <epoch> <startOffset>     count lines, ascending, e.g. "3 1532"
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EpochEntry {
-    pub epoch: LeaderEpoch,
-    pub start_offset: Offset,
-}
-
-impl EpochEntry {
-    pub fn new(epoch: i32, start_offset: i64) -> EpochEntry {
-        EpochEntry {
-            epoch: LeaderEpoch(epoch),
-            start_offset: Offset(start_offset),
-        }
-    }
-}
+pub use crate::codec::leader_epoch::EpochEntry;
 
 /// Errors from the leader-epoch cache.
 #[derive(Debug, Error)]
@@ -106,13 +82,7 @@ impl LeaderEpochCache {
     /// As [`Self::load`].
     pub fn load_file(fs: &SharedFs, path: &Path) -> Result<LeaderEpochCache, LeaderEpochError> {
         OffsetCheckpointFile::new(fs, path).ensure_exists()?;
-        let entries = read_checkpoint(path, CHECKPOINT_VERSION, |fields| match fields {
-            [epoch, offset] => Some(EpochEntry {
-                epoch: LeaderEpoch(parse_java_int(epoch)?),
-                start_offset: Offset(parse_java_int(offset)?),
-            }),
-            _ => None,
-        })?;
+        let entries = read_checkpoint(path, CHECKPOINT_VERSION, decode_entry)?;
         let mut cache = LeaderEpochCache {
             fs: fs.clone(),
             path: path.to_path_buf(),
@@ -405,11 +375,7 @@ impl LeaderEpochCache {
 
     /// The file content for the current entries.
     pub fn encode(&self) -> String {
-        let lines = self
-            .epochs
-            .iter()
-            .map(|e| format!("{} {}", e.epoch.0, e.start_offset));
-        encode_checkpoint(CHECKPOINT_VERSION, lines)
+        encode(&self.epochs)
     }
 
     /// Write `leader-epoch-checkpoint` atomically (tmp, fsync, rename, fsync

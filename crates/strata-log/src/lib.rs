@@ -13,9 +13,12 @@
 //! - [`types`]: newtypes for offsets, positions, epochs, producer ids.
 //! - [`batch`]: the record-batch view, validation, compression, legacy formats.
 //! - [`format`]: every file and directory name (Kafka `LogFileUtils`).
+//! - [`codec`]: pure encoders/decoders and sanity rules of every on-disk
+//!   format (index slots, `.txnindex`, checkpoints), shared with the tools.
 //! - [`fs`]: the file-system seam every file mutation goes through ([`fs::FileSystem`],
-//!   [`fs::StdFs`] in production, [`fs::FaultFs`] to inject I/O errors in tests), atomic
-//!   file replacement and directory fsync.
+//!   [`fs::StdFs`] in production, [`fs::FaultFs`] to inject I/O errors and
+//!   [`fs::sim::SimFs`] to simulate power loss in tests), atomic file
+//!   replacement and directory fsync.
 //! - [`checkpoint`]: Kafka's text checkpoint files (recovery point, log start, ...).
 //! - [`leader_epoch`]: the leader-epoch cache and `leader-epoch-checkpoint`.
 //! - [`metadata`]: `partition.metadata`, `meta.properties`, `.kafka_cleanshutdown`.
@@ -37,6 +40,7 @@ pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod clock;
+pub mod codec;
 pub mod config;
 pub mod error;
 pub mod format;

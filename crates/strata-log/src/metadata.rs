@@ -248,7 +248,7 @@ impl PartitionMetadata {
 /// `Pattern.compile(":\\s+").split(line)`: fields separated by a colon and
 /// at least one whitespace character; trailing empty fields dropped.
 fn split_colon_whitespace(line: &str) -> Vec<&str> {
-    let ws = crate::format::is_java_whitespace;
+    let ws = crate::codec::java_text::is_java_whitespace;
     let mut fields = Vec::new();
     let (mut start, mut i) = (0, 0);
     let bytes = line.as_bytes();

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use strata_log::codec::index::{slots, slots_in_use, IndexSlot, OffsetSlot, TimeSlot};
 use strata_log::{Offset, Position, Timestamp};
 use uuid::Uuid;
 
@@ -38,39 +39,25 @@ pub struct RemoteIndexes {
 
 impl RemoteIndexes {
     /// Byte position of the largest offset-index entry at or below
-    /// `target` (0 when none). Entries: relative offset u32 BE, position u32 BE.
+    /// `target` (0 when none), before a zero-filled untrimmed tail.
     pub fn position_for(&self, target: Offset) -> Position {
-        let mut best = Position(0);
-        for (i, e) in self.offset_index.chunks_exact(8).enumerate() {
-            let rel = u32::from_be_bytes([e[0], e[1], e[2], e[3]]);
-            let pos = u32::from_be_bytes([e[4], e[5], e[6], e[7]]);
-            if i > 0 && rel == 0 && pos == 0 {
-                break; // zero-filled tail of an untrimmed index
-            }
-            if self.base_offset.plus(i64::from(rel)) > target {
-                break;
-            }
-            best = Position(pos);
-        }
-        best
+        let used = slots_in_use(slots::<OffsetSlot>(&self.offset_index).map(|s| s.relative));
+        slots::<OffsetSlot>(&self.offset_index)
+            .take(used)
+            .take_while(|s| s.offset(self.base_offset) <= target)
+            .last()
+            .map_or(Position(0), |s| Position(s.position as u32))
     }
 
     /// Offset of the largest time-index entry with timestamp <= `ts`
-    /// (the segment base when none). Entries: timestamp i64 BE, relative offset u32 BE.
+    /// (the segment base when none), before a zero-filled untrimmed tail.
     pub fn offset_for_timestamp(&self, ts: Timestamp) -> Offset {
-        let mut best = self.base_offset;
-        for (i, e) in self.time_index.chunks_exact(12).enumerate() {
-            let t = i64::from_be_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]]);
-            let rel = u32::from_be_bytes([e[8], e[9], e[10], e[11]]);
-            if i > 0 && t == 0 && rel == 0 {
-                break;
-            }
-            if t > ts.0 {
-                break;
-            }
-            best = self.base_offset.plus(i64::from(rel));
-        }
-        best
+        let used = slots_in_use(slots::<TimeSlot>(&self.time_index).map(|s| s.relative));
+        slots::<TimeSlot>(&self.time_index)
+            .take(used)
+            .take_while(|s| s.timestamp <= ts)
+            .last()
+            .map_or(self.base_offset, |s| s.offset(self.base_offset))
     }
 
     fn weight(&self) -> u64 {

@@ -12,7 +12,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use strata_log::batch::{BatchPrefix, BatchView};
+use strata_log::batch::{BatchPrefix, BatchView, LAST_OFFSET_DELTA_POS};
+use strata_log::codec::be_i32;
 use strata_log::{LeaderEpoch, Offset, Timestamp, TimestampAndOffset, TopicPartition};
 
 use crate::error::TieredError;
@@ -24,7 +25,7 @@ use crate::metrics::TieredMetrics;
 /// one index interval of the indexed position) and the answer come in one request.
 const SCAN_WINDOW: u64 = 64 * 1024;
 /// Bytes of a batch header that hold its last offset (magic v2).
-const V2_LAST_OFFSET_END: usize = 27;
+const V2_LAST_OFFSET_END: usize = LAST_OFFSET_DELTA_POS + 4;
 
 /// What a remote read returns.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,8 +48,8 @@ fn batch_at(buf: &[u8], at: usize) -> Option<Result<(Offset, usize, Offset), ()>
     };
     let base = Offset(prefix.base_offset);
     let last = if prefix.magic >= 2 {
-        let b = rest.get(23..V2_LAST_OFFSET_END)?;
-        base.plus(i64::from(i32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+        let b = rest.get(..V2_LAST_OFFSET_END)?;
+        base.plus(i64::from(be_i32(b, LAST_OFFSET_DELTA_POS)))
     } else {
         base // legacy: the wrapper's offset is its last offset
     };

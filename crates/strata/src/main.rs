@@ -10,7 +10,9 @@
 //!   compaction, restart cost, rolls, indexes, damage).
 //! - `strata log compact --dry-run`: [`compact`], what compaction would reclaim.
 //! - `strata tier fsck`: [`tier`], the remote-tier catalogue against the bucket.
-//! - [`read`]: the read-only file readers `dump` and `verify` share.
+//! - [`read`]: the read-only file readers `dump`, `verify` and `doctor`
+//!   share; every format is decoded by `strata_log::codec` (the engine's own
+//!   codecs) from plain reads, never a mapping.
 //! - [`ConfigArgs`]: `--config`/`--override`/`--print-config`, shared by
 //!   `serve`, `log doctor` and `tier fsck`, so that all three load a
 //!   `server.properties` through the same reader, tables and validation

@@ -36,6 +36,7 @@
 //! - [`compression`]: bounded codecs; [`varint`]: Kafka's zig-zag varints.
 //! - `error`: [`BatchError`] and its Kafka [`ErrorClass`].
 
+use crate::codec::{be_i16, be_i32, be_i64};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
 mod builder;
@@ -182,16 +183,6 @@ pub fn increment_sequence(sequence: i32, delta: i32) -> i32 {
     } else {
         sequence.wrapping_add(delta)
     }
-}
-
-fn be_i16(b: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([b[at], b[at + 1]])
-}
-fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
 /// The 17-byte prefix every batch of every magic starts with.

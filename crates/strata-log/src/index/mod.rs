@@ -28,9 +28,11 @@ use std::path::{Path, PathBuf};
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use thiserror::Error;
 
+use crate::codec::index::{self as codec, IndexSlot};
 use crate::fs::{FileSystem, OpenMode, SharedFs};
 use crate::types::{Offset, Position, Timestamp};
 
+pub use crate::codec::index::IndexCorruption;
 pub use offset::{OffsetIndex, OffsetPosition};
 pub use time::{TimeIndex, TimestampOffset};
 pub use txn::{AbortedTxn, TransactionIndex, TxnIndexSearchResult};
@@ -66,56 +68,6 @@ impl fmt::Display for IndexOp {
         };
         f.write_str(s)
     }
-}
-
-/// How an index file was found to be corrupt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
-pub enum IndexCorruption {
-    /// Kafka's check: a non-empty index whose last offset is below the base.
-    #[error("last offset {last_offset} is below the base offset {base_offset}")]
-    LastOffsetBelowBase {
-        last_offset: Offset,
-        base_offset: Offset,
-    },
-    /// Kafka's check: the file length is not a whole number of entries.
-    #[error("length {length} is not a multiple of the {entry_size}-byte entry size")]
-    LengthNotMultiple { length: u64, entry_size: usize },
-    /// Kafka's check (time index): the last timestamp is below the first.
-    #[error("last timestamp {last:?} is below the first timestamp {first:?}")]
-    LastTimestampBelowFirst { first: Timestamp, last: Timestamp },
-    /// Strata's addition: entry `slot`'s offset does not increase past the
-    /// previous entry's. Kafka never writes this, but a preallocated index
-    /// left untrimmed by a crash ends in zero slots that decode this way.
-    #[error("entry {slot} has offset {offset}, not above the previous entry's {previous}")]
-    OffsetNotIncreasing {
-        slot: usize,
-        previous: Offset,
-        offset: Offset,
-    },
-    /// Strata's addition (time index): timestamps must strictly increase.
-    #[error("entry {slot} has timestamp {timestamp:?}, not above the previous {previous:?}")]
-    TimestampNotIncreasing {
-        slot: usize,
-        previous: Timestamp,
-        timestamp: Timestamp,
-    },
-    /// Strata's addition (offset index): positions never decrease.
-    #[error("entry {slot} has position {position}, below the previous {previous}")]
-    PositionDecreasing {
-        slot: usize,
-        previous: Position,
-        position: Position,
-    },
-    /// Kafka's txn-index check: an aborted transaction ends below the
-    /// segment's base offset.
-    #[error("aborted transaction ending at {last_offset} is below the base offset {base_offset}")]
-    AbortedTxnBelowBase {
-        last_offset: Offset,
-        base_offset: Offset,
-    },
-    /// An aborted-transaction record with a version newer than 0.
-    #[error("aborted transaction at byte {position} has unsupported version {version}")]
-    UnsupportedTxnVersion { version: i16, position: u64 },
 }
 
 /// Errors from the index files. Every variant names the file.
@@ -203,22 +155,6 @@ impl IndexError {
             _ => None,
         }
     }
-}
-
-/// Read a big-endian `i32` at byte `pos`.
-#[inline]
-pub(crate) fn be_i32(bytes: &[u8], pos: usize) -> i32 {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&bytes[pos..pos + 4]);
-    i32::from_be_bytes(b)
-}
-
-/// Read a big-endian `i64` at byte `pos`.
-#[inline]
-pub(crate) fn be_i64(bytes: &[u8], pos: usize) -> i64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&bytes[pos..pos + 8]);
-    i64::from_be_bytes(b)
 }
 
 /// Disk space reserved ahead of the entries written, per `fallocate(2)`
@@ -502,15 +438,17 @@ impl IndexFile {
         Ok(())
     }
 
-    /// Kafka's length check shared by both index types.
-    pub(crate) fn check_length(&self) -> Result<(), IndexError> {
-        if !self.length.is_multiple_of(self.entry_size) {
-            return Err(self.corrupt(IndexCorruption::LengthNotMultiple {
-                length: self.length as u64,
-                entry_size: self.entry_size,
-            }));
-        }
-        Ok(())
+    /// The codec's checks on this file's entries: Kafka's `sanityCheck`
+    /// plus Strata's rule on the last pair, or on every pair when `full`.
+    pub(crate) fn check<S: IndexSlot>(&self, full: bool) -> Result<(), IndexError> {
+        let (length, base) = (self.length as u64, self.base_offset);
+        let slot = |n| S::decode(self.slot(n));
+        let result = if full {
+            codec::check_all_entries(length, self.entries, base, slot)
+        } else {
+            codec::sanity_check(length, self.entries, base, slot)
+        };
+        result.map_err(|reason| self.corrupt(reason))
     }
 
     pub(crate) fn corrupt(&self, reason: IndexCorruption) -> IndexError {

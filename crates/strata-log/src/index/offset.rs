@@ -4,11 +4,12 @@
 use std::path::Path;
 
 use super::search::{search, warm_entries, Bound};
-use super::{be_i32, IndexCorruption, IndexError, IndexFile};
+use super::{IndexError, IndexFile};
+use crate::codec::index::{IndexSlot, OffsetSlot};
 use crate::fs::SharedFs;
 use crate::types::{Offset, Position};
 
-const ENTRY_SIZE: usize = 8;
+const ENTRY_SIZE: usize = OffsetSlot::SIZE;
 const WARM: usize = warm_entries(ENTRY_SIZE);
 
 /// An offset-index entry: offset `offset` is found by scanning the `.log`
@@ -21,12 +22,8 @@ pub struct OffsetPosition {
 
 /// A segment's offset index, memory-mapped.
 ///
-/// Format: a headerless array of 8-byte entries, all big-endian:
-///
-/// ```text
-/// 0..4  relative offset  i32   offset - segment base offset (0..=2^31-1)
-/// 4..8  position         i32   byte position of a batch in `<base>.log`
-/// ```
+/// Format: a headerless array of 8-byte [`OffsetSlot`]s, big-endian
+/// (`relative offset i32 | position i32`; see [`crate::codec::index`]).
 ///
 /// Entry (O, P) is written by an append that started at position P and whose
 /// largest offset is O; every batch before P holds only offsets < O.
@@ -65,22 +62,18 @@ impl OffsetIndex {
     }
 
     #[inline]
-    fn relative(&self, n: usize) -> i32 {
-        be_i32(self.file.slot(n), 0)
+    fn slot(&self, n: usize) -> OffsetSlot {
+        OffsetSlot::decode(self.file.slot(n))
     }
 
     #[inline]
     fn raw_position(&self, n: usize) -> i32 {
-        be_i32(self.file.slot(n), 4)
+        self.slot(n).position
     }
 
     #[inline]
     fn offset_at(&self, n: usize) -> Offset {
-        // Wraps as Kafka's long addition does: the base comes from a file
-        // name and the slot from the file, and a wrapped offset fails the
-        // sanity check instead of panicking.
-        let base = self.file.base_offset();
-        Offset(base.0.wrapping_add(i64::from(self.relative(n))))
+        self.slot(n).offset(self.file.base_offset())
     }
 
     #[inline]
@@ -181,10 +174,11 @@ impl OffsetIndex {
             path: self.file.path().to_path_buf(),
             position,
         })?;
-        let mut entry = [0u8; ENTRY_SIZE];
-        entry[..4].copy_from_slice(&relative.to_be_bytes());
-        entry[4..].copy_from_slice(&pos.to_be_bytes());
-        self.file.push(&entry)?;
+        let slot = OffsetSlot {
+            relative,
+            position: pos,
+        };
+        self.file.push(&slot.encode())?;
         self.last_offset = offset;
         Ok(())
     }
@@ -242,24 +236,15 @@ impl OffsetIndex {
         Ok(())
     }
 
-    /// Check for corruption (Kafka `sanityCheck` plus one cheap addition).
-    ///
-    /// Kafka's checks: a non-empty index's last offset is not below the base
-    /// offset; the length is a whole number of entries. Strata adds: the
-    /// last entry's offset is above the previous entry's, and its position
-    /// not below. Kafka never writes an index breaking that, while a
-    /// preallocated file left untrimmed by a crash ends in zero slots that
-    /// all decode as `(base, 0)` and so fail it.
+    /// Check for corruption: Kafka's `sanityCheck` plus Strata's rule on the
+    /// last two entries ([`crate::codec::index::sanity_check`]), which a preallocated file
+    /// left untrimmed by a crash fails.
     ///
     /// # Errors
     ///
-    /// [`IndexError::Corrupt`] with the [`IndexCorruption`].
+    /// [`IndexError::Corrupt`] with the [`super::IndexCorruption`].
     pub fn sanity_check(&self) -> Result<(), IndexError> {
-        self.kafka_checks()?;
-        match self.file.entries() {
-            n if n >= 2 => self.check_pair(n - 1),
-            _ => Ok(()),
-        }
+        self.file.check::<OffsetSlot>(false)
     }
 
     /// Kafka's checks, then every adjacent pair of entries (a full scan, for
@@ -269,37 +254,7 @@ impl OffsetIndex {
     ///
     /// As [`Self::sanity_check`].
     pub fn check_all_entries(&self) -> Result<(), IndexError> {
-        self.kafka_checks()?;
-        (1..self.file.entries()).try_for_each(|n| self.check_pair(n))
-    }
-
-    fn kafka_checks(&self) -> Result<(), IndexError> {
-        if self.file.entries() != 0 && self.last_offset < self.file.base_offset() {
-            return Err(self.file.corrupt(IndexCorruption::LastOffsetBelowBase {
-                last_offset: self.last_offset,
-                base_offset: self.file.base_offset(),
-            }));
-        }
-        self.file.check_length()
-    }
-
-    fn check_pair(&self, n: usize) -> Result<(), IndexError> {
-        let (prev, cur) = (self.parse(n - 1), self.parse(n));
-        if cur.offset <= prev.offset {
-            return Err(self.file.corrupt(IndexCorruption::OffsetNotIncreasing {
-                slot: n,
-                previous: prev.offset,
-                offset: cur.offset,
-            }));
-        }
-        if (cur.position.get() as i32) < (prev.position.get() as i32) {
-            return Err(self.file.corrupt(IndexCorruption::PositionDecreasing {
-                slot: n,
-                previous: prev.position,
-                position: cur.position,
-            }));
-        }
-        Ok(())
+        self.file.check::<OffsetSlot>(true)
     }
 
     /// msync the mapping.

@@ -4,11 +4,12 @@
 use std::path::Path;
 
 use super::search::{search, warm_entries, Bound};
-use super::{be_i32, be_i64, IndexCorruption, IndexError, IndexFile};
+use super::{IndexError, IndexFile};
+use crate::codec::index::{IndexSlot, TimeSlot};
 use crate::fs::SharedFs;
 use crate::types::{Offset, Timestamp};
 
-const ENTRY_SIZE: usize = 12;
+const ENTRY_SIZE: usize = TimeSlot::SIZE;
 const WARM: usize = warm_entries(ENTRY_SIZE);
 
 /// A time-index entry: the largest timestamp among batches up to and
@@ -21,12 +22,8 @@ pub struct TimestampOffset {
 
 /// A segment's time index, memory-mapped.
 ///
-/// Format: a headerless array of 12-byte entries, all big-endian:
-///
-/// ```text
-/// 0..8   timestamp        i64   max record timestamp so far (ms)
-/// 8..12  relative offset  i32   offset - segment base offset
-/// ```
+/// Format: a headerless array of 12-byte [`TimeSlot`]s, big-endian
+/// (`timestamp i64 | relative offset i32`; see [`crate::codec::index`]).
 ///
 /// Timestamps strictly increase; offsets never decrease. Sizing, trimming
 /// and the "every slot of an existing file is an entry" rule are those of
@@ -62,15 +59,18 @@ impl TimeIndex {
     }
 
     #[inline]
+    fn slot(&self, n: usize) -> TimeSlot {
+        TimeSlot::decode(self.file.slot(n))
+    }
+
+    #[inline]
     fn timestamp_at(&self, n: usize) -> i64 {
-        be_i64(self.file.slot(n), 0)
+        self.slot(n).timestamp.0
     }
 
     #[inline]
     fn offset_at(&self, n: usize) -> Offset {
-        // Wraps as Kafka's long addition does (see `OffsetIndex::offset_at`).
-        let base = self.file.base_offset();
-        Offset(base.0.wrapping_add(i64::from(be_i32(self.file.slot(n), 8))))
+        self.slot(n).offset(self.file.base_offset())
     }
 
     #[inline]
@@ -163,10 +163,11 @@ impl TimeIndex {
         }
         if timestamp > self.last_entry.timestamp {
             let relative = self.file.relative_offset(offset)?;
-            let mut entry = [0u8; ENTRY_SIZE];
-            entry[..8].copy_from_slice(&timestamp.0.to_be_bytes());
-            entry[8..].copy_from_slice(&relative.to_be_bytes());
-            self.file.push(&entry)?;
+            let slot = TimeSlot {
+                timestamp,
+                relative,
+            };
+            self.file.push(&slot.encode())?;
             self.last_entry = TimestampOffset { timestamp, offset };
         }
         Ok(())
@@ -229,23 +230,15 @@ impl TimeIndex {
         Ok(())
     }
 
-    /// Check for corruption (Kafka `sanityCheck` plus one cheap addition).
-    ///
-    /// Kafka's checks: for a non-empty index, the last timestamp is not below
-    /// the first and the last offset not below the base offset; the length
-    /// is a whole number of entries. Strata adds: the last timestamp is above
-    /// the previous entry's and the last offset not below it, which a
-    /// zero-filled, untrimmed preallocated tail fails.
+    /// Check for corruption: Kafka's `sanityCheck` plus Strata's rule on the
+    /// last two entries ([`crate::codec::index::sanity_check`]), which a zero-filled,
+    /// untrimmed preallocated tail fails.
     ///
     /// # Errors
     ///
-    /// [`IndexError::Corrupt`] with the [`IndexCorruption`].
+    /// [`IndexError::Corrupt`] with the [`super::IndexCorruption`].
     pub fn sanity_check(&self) -> Result<(), IndexError> {
-        self.kafka_checks()?;
-        match self.file.entries() {
-            n if n >= 2 => self.check_pair(n - 1),
-            _ => Ok(()),
-        }
+        self.file.check::<TimeSlot>(false)
     }
 
     /// Kafka's checks, then every adjacent pair of entries (a full scan, for
@@ -255,47 +248,7 @@ impl TimeIndex {
     ///
     /// As [`Self::sanity_check`].
     pub fn check_all_entries(&self) -> Result<(), IndexError> {
-        self.kafka_checks()?;
-        (1..self.file.entries()).try_for_each(|n| self.check_pair(n))
-    }
-
-    fn kafka_checks(&self) -> Result<(), IndexError> {
-        let last = self.last_entry;
-        if self.file.entries() != 0 {
-            let first = Timestamp(self.timestamp_at(0));
-            if last.timestamp < first {
-                return Err(self.file.corrupt(IndexCorruption::LastTimestampBelowFirst {
-                    first,
-                    last: last.timestamp,
-                }));
-            }
-            if last.offset < self.file.base_offset() {
-                return Err(self.file.corrupt(IndexCorruption::LastOffsetBelowBase {
-                    last_offset: last.offset,
-                    base_offset: self.file.base_offset(),
-                }));
-            }
-        }
-        self.file.check_length()
-    }
-
-    fn check_pair(&self, n: usize) -> Result<(), IndexError> {
-        let (prev, cur) = (self.parse(n - 1), self.parse(n));
-        if cur.timestamp <= prev.timestamp {
-            return Err(self.file.corrupt(IndexCorruption::TimestampNotIncreasing {
-                slot: n,
-                previous: prev.timestamp,
-                timestamp: cur.timestamp,
-            }));
-        }
-        if cur.offset < prev.offset {
-            return Err(self.file.corrupt(IndexCorruption::OffsetNotIncreasing {
-                slot: n,
-                previous: prev.offset,
-                offset: cur.offset,
-            }));
-        }
-        Ok(())
+        self.file.check::<TimeSlot>(true)
     }
 
     /// msync the mapping.

@@ -7,84 +7,12 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::{delete_if_exists, IndexCorruption, IndexError, IndexOp};
+use super::{delete_if_exists, IndexError, IndexOp};
+use crate::codec::txn::{check_not_below_base, decode_records, ABORTED_TXN_SIZE};
 use crate::fs::{OpenMode, SharedFs};
-use crate::types::{Offset, ProducerId};
+use crate::types::Offset;
 
-/// Size of one [`AbortedTxn`] record.
-pub const ABORTED_TXN_SIZE: usize = 34;
-
-/// The only record version Kafka writes or accepts.
-pub const ABORTED_TXN_VERSION: i16 = 0;
-
-/// One aborted transaction.
-///
-/// Format: 34 bytes, big-endian:
-///
-/// ```text
-/// 0..2    version             i16  = 0
-/// 2..10   producer id         i64
-/// 10..18  first offset        i64  first offset of the transaction (may lie
-///                                  in an earlier segment)
-/// 18..26  last offset         i64  offset of the ABORT marker
-/// 26..34  last stable offset  i64  LSO when the abort was written
-/// ```
-///
-/// Kafka reads the version from byte 0 alone and rejects values above 0;
-/// [`AbortedTxn::decode`] does the same.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AbortedTxn {
-    pub version: i16,
-    pub producer_id: ProducerId,
-    pub first_offset: Offset,
-    pub last_offset: Offset,
-    pub last_stable_offset: Offset,
-}
-
-impl AbortedTxn {
-    /// A version-0 record.
-    pub fn new(
-        producer_id: ProducerId,
-        first_offset: Offset,
-        last_offset: Offset,
-        last_stable_offset: Offset,
-    ) -> AbortedTxn {
-        AbortedTxn {
-            version: ABORTED_TXN_VERSION,
-            producer_id,
-            first_offset,
-            last_offset,
-            last_stable_offset,
-        }
-    }
-
-    /// The 34 bytes of this record.
-    pub fn encode(&self) -> [u8; ABORTED_TXN_SIZE] {
-        let mut b = [0u8; ABORTED_TXN_SIZE];
-        b[0..2].copy_from_slice(&self.version.to_be_bytes());
-        b[2..10].copy_from_slice(&self.producer_id.0.to_be_bytes());
-        b[10..18].copy_from_slice(&self.first_offset.0.to_be_bytes());
-        b[18..26].copy_from_slice(&self.last_offset.0.to_be_bytes());
-        b[26..34].copy_from_slice(&self.last_stable_offset.0.to_be_bytes());
-        b
-    }
-
-    /// Parse a record; `None` if its version is above 0.
-    pub fn decode(b: &[u8; ABORTED_TXN_SIZE]) -> Option<AbortedTxn> {
-        let version = b[0] as i8 as i16;
-        if version > ABORTED_TXN_VERSION {
-            return None;
-        }
-        let long = |at: usize| super::be_i64(b, at);
-        Some(AbortedTxn {
-            version,
-            producer_id: ProducerId(long(2)),
-            first_offset: Offset(long(10)),
-            last_offset: Offset(long(18)),
-            last_stable_offset: Offset(long(26)),
-        })
-    }
-}
+pub use crate::codec::txn::AbortedTxn;
 
 /// The answer to [`TransactionIndex::collect_aborted_txns`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,29 +118,22 @@ impl TransactionIndex {
         let mut buf = vec![0u8; whole];
         file.read_exact_at(&mut buf, 0)
             .map_err(|e| self.io(IndexOp::Read, e))?;
-        buf.chunks_exact(ABORTED_TXN_SIZE)
+        let records = decode_records(&buf).map_err(|e| IndexError::Corrupt {
+            path: self.path.clone(),
+            reason: e.into(),
+        })?;
+        Ok(records
+            .into_iter()
             .enumerate()
-            .map(|(i, chunk)| {
-                let position = (i * ABORTED_TXN_SIZE) as u64;
-                let record: &[u8; ABORTED_TXN_SIZE] = chunk.try_into().expect("exact chunk");
-                AbortedTxn::decode(record)
-                    .map(|t| (position, t))
-                    .ok_or_else(|| IndexError::Corrupt {
-                        path: self.path.clone(),
-                        reason: IndexCorruption::UnsupportedTxnVersion {
-                            version: record[0] as i8 as i16,
-                            position,
-                        },
-                    })
-            })
-            .collect()
+            .map(|(i, t)| ((i * ABORTED_TXN_SIZE) as u64, t))
+            .collect())
     }
 
     /// All records, in file order.
     ///
     /// # Errors
     ///
-    /// I/O errors; [`IndexCorruption::UnsupportedTxnVersion`].
+    /// I/O errors; [`super::IndexCorruption::UnsupportedTxnVersion`].
     pub fn all_aborted_txns(&self) -> Result<Vec<AbortedTxn>, IndexError> {
         Ok(self.read_all()?.into_iter().map(|(_, t)| t).collect())
     }
@@ -288,18 +209,13 @@ impl TransactionIndex {
     ///
     /// # Errors
     ///
-    /// [`IndexCorruption::AbortedTxnBelowBase`] or a read failure.
+    /// [`super::IndexCorruption::AbortedTxnBelowBase`] or a read failure.
     pub fn sanity_check(&self) -> Result<(), IndexError> {
         for (_, txn) in self.read_all()? {
-            if txn.last_offset < self.base_offset {
-                return Err(IndexError::Corrupt {
-                    path: self.path.clone(),
-                    reason: IndexCorruption::AbortedTxnBelowBase {
-                        last_offset: txn.last_offset,
-                        base_offset: self.base_offset,
-                    },
-                });
-            }
+            check_not_below_base(self.base_offset, &txn).map_err(|reason| IndexError::Corrupt {
+                path: self.path.clone(),
+                reason,
+            })?;
         }
         Ok(())
     }

@@ -65,46 +65,7 @@ fn expected_after(last: i32) -> i64 {
     }
 }
 
-/// Why a snapshot file is unreadable. Any of these makes the snapshot corrupt:
-/// it is deleted and the next older one is tried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SnapshotCorruption {
-    /// Shorter than the 10-byte header.
-    TooShort { len: usize },
-    /// A version other than 1.
-    UnknownVersion { version: i16 },
-    /// A negative entry count (Kafka: "non-nullable field serialized as null").
-    NegativeEntryCount { count: i32 },
-    /// Fewer bytes than `count` entries need.
-    EntriesTruncated { count: i32, available: usize },
-    /// CRC-32C over bytes `[6, EOF)` does not match the stored CRC.
-    ChecksumMismatch { stored: u32, computed: u32 },
-}
-
-impl fmt::Display for SnapshotCorruption {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SnapshotCorruption::TooShort { len } => {
-                write!(f, "{len} bytes, shorter than the header")
-            }
-            SnapshotCorruption::UnknownVersion { version } => {
-                write!(f, "unknown version {version}")
-            }
-            SnapshotCorruption::NegativeEntryCount { count } => {
-                write!(f, "negative entry count {count}")
-            }
-            SnapshotCorruption::EntriesTruncated { count, available } => {
-                write!(
-                    f,
-                    "{count} entries declared but only {available} bytes follow"
-                )
-            }
-            SnapshotCorruption::ChecksumMismatch { stored, computed } => {
-                write!(f, "stored crc {stored:#010x}, computed {computed:#010x}")
-            }
-        }
-    }
-}
+pub use crate::codec::snapshot::SnapshotCorruption;
 
 /// Errors of [`super::ProducerStateManager`], [`super::ProducerAppendInfo`]
 /// and the snapshot file functions.

@@ -6,8 +6,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::{idx_err, Lazy, Segment};
+use crate::codec::index::{check_length, sanity_check, IndexSlot, OffsetSlot, TimeSlot};
 use crate::error::LogError;
 use crate::fs::FileSystem;
+use crate::types::Offset;
 
 impl Segment {
     /// Strata's load-time index check (a safe superset of Kafka, §3.7),
@@ -18,17 +20,10 @@ impl Segment {
     /// crash.
     pub fn check_index_files(&self) -> (IndexFileState, IndexFileState) {
         let (o, t) = self.index_paths();
+        let base = self.base_offset();
         (
-            check_index_file(&o, 8, |a, b| {
-                let (ra, pa) = (be_i32(a, 0), be_i32(a, 4));
-                let (rb, pb) = (be_i32(b, 0), be_i32(b, 4));
-                rb > ra && pb >= pa
-            }),
-            check_index_file(&t, 12, |a, b| {
-                let (ta, ra) = (be_i64(a, 0), be_i32(a, 8));
-                let (tb, rb) = (be_i64(b, 0), be_i32(b, 8));
-                tb > ta && rb >= ra
-            }),
+            check_index_file::<OffsetSlot>(&o, base),
+            check_index_file::<TimeSlot>(&t, base),
         )
     }
 
@@ -120,20 +115,9 @@ pub enum IndexFileState {
     Invalid,
 }
 
-fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
-/// Check one index file by its length, first entry and last two entries.
-fn check_index_file(
-    path: &Path,
-    entry: usize,
-    increasing: impl Fn(&[u8], &[u8]) -> bool,
-) -> IndexFileState {
+/// Check one index file by its length, first entry and last two entries,
+/// with the codec's [`sanity_check`].
+fn check_index_file<S: IndexSlot>(path: &Path, base: Offset) -> IndexFileState {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return IndexFileState::Missing,
@@ -142,12 +126,13 @@ fn check_index_file(
     let Ok(len) = file.metadata().map(|m| m.len() as usize) else {
         return IndexFileState::Invalid;
     };
-    if len % entry != 0 {
-        return IndexFileState::Invalid;
-    }
+    let entry = S::SIZE;
     let n = len / entry;
     if n == 0 {
-        return IndexFileState::Valid;
+        return match check_length(len as u64, entry) {
+            Ok(()) => IndexFileState::Valid,
+            Err(_) => IndexFileState::Invalid,
+        };
     }
     let mut first = vec![0u8; entry];
     let mut tail = vec![0u8; 2 * entry];
@@ -159,19 +144,16 @@ fn check_index_file(
     {
         return IndexFileState::Invalid;
     }
-    let last = &tail[tail_len - entry..tail_len];
-    // Relative offsets sit at 0 (offset index) or 8 (time index).
-    let rel_at = if entry == 8 { 0 } else { 8 };
-    if be_i32(last, rel_at) < 0 {
-        return IndexFileState::Invalid;
+    // Only slots 0, n - 2 and n - 1 are read by the check.
+    let slot = |i: usize| match i {
+        0 => S::decode(&first),
+        i if i + 1 == n => S::decode(&tail[tail_len - entry..]),
+        _ => S::decode(&tail),
+    };
+    match sanity_check(len as u64, n, base, slot) {
+        Ok(()) => IndexFileState::Valid,
+        Err(_) => IndexFileState::Invalid,
     }
-    if entry == 12 && be_i64(last, 0) < be_i64(&first, 0) {
-        return IndexFileState::Invalid;
-    }
-    if two && !increasing(&tail[..entry], last) {
-        return IndexFileState::Invalid;
-    }
-    IndexFileState::Valid
 }
 
 fn rename_if_exists(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<(), LogError> {

@@ -13,13 +13,11 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use strata_log::codec::index::{zero_tail_start, IndexSlot, OffsetSlot, TimeSlot};
 use strata_log::format as f;
 use strata_log::{Offset, Timestamp, TopicPartition};
 
 use crate::read::checkpoint::read_offset_checkpoint;
-use crate::read::index::{
-    offset_slots_in_use, parse_offset_index, parse_time_index, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE,
-};
 use crate::read::records::{scan, Scanned};
 use crate::read::{read_all, ReadError};
 
@@ -205,38 +203,16 @@ fn scan_log(path: &Path, base: Offset, count_tombstones: bool) -> Result<Segment
     Ok(facts)
 }
 
-fn index_fill_offset(path: &Path, base: Offset) -> Result<Option<IndexFill>, ReadError> {
+/// How full an index file is: its slots, and the entries before a
+/// zero-filled preallocated tail (the codec's rule, as `verify` applies it).
+fn index_fill<S: IndexSlot>(path: &Path) -> Result<Option<IndexFill>, ReadError> {
     if !path.is_file() {
         return Ok(None);
     }
-    let raw = parse_offset_index(&read_all(path)?, base);
+    let bytes = read_all(path)?;
     Ok(Some(IndexFill {
-        entries: offset_slots_in_use(&raw.entries),
-        slots: raw.file_len / OFFSET_ENTRY_SIZE,
-    }))
-}
-
-fn index_fill_time(path: &Path, base: Offset) -> Result<Option<IndexFill>, ReadError> {
-    if !path.is_file() {
-        return Ok(None);
-    }
-    let raw = parse_time_index(&read_all(path)?, base);
-    // A preallocated tail is zero-filled: timestamp 0 at the base offset.
-    let entries = raw
-        .entries
-        .iter()
-        .enumerate()
-        .find(|(i, e)| *i > 0 && e.relative == 0 && e.timestamp.0 == 0)
-        .map_or(raw.entries.len(), |(i, _)| i);
-    let entries = if entries == 1 && raw.entries[0].timestamp.0 == 0 && raw.entries[0].relative == 0
-    {
-        0
-    } else {
-        entries
-    };
-    Ok(Some(IndexFill {
-        entries,
-        slots: raw.file_len / TIME_ENTRY_SIZE,
+        entries: zero_tail_start::<S>(&bytes),
+        slots: bytes.len() / S::SIZE,
     }))
 }
 
@@ -294,8 +270,8 @@ pub fn scan_partition(dir: &Path, count_tombstones: bool) -> Result<PartitionFac
     let mut segments = Vec::with_capacity(logs.len());
     for (base, path) in logs {
         let mut s = scan_log(&path, base, count_tombstones)?;
-        s.offset_index = index_fill_offset(&f::index_file(dir, base, ""), base)?;
-        s.time_index = index_fill_time(&f::time_index_file(dir, base, ""), base)?;
+        s.offset_index = index_fill::<OffsetSlot>(&f::index_file(dir, base, ""))?;
+        s.time_index = index_fill::<TimeSlot>(&f::time_index_file(dir, base, ""))?;
         segments.push(s);
     }
     let parent = dir.parent().unwrap_or(Path::new("."));

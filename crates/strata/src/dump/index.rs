@@ -6,10 +6,13 @@ use std::path::{Path, PathBuf};
 use strata_log::Offset;
 
 use super::lines::{IndexLine, TimeIndexLine};
-use super::{add, file_offset, Emitter, Options, Problems};
+use super::{add, file_offset, read_or_report, Emitter, Options, Problems};
+use strata_log::codec::index::{
+    kafka_sanity_check, slot_at, IndexCorruption, IndexSlot, OffsetSlot, TimeSlot,
+};
+
 use crate::read::index::{
-    lookup_position, offset_slots_in_use, parse_offset_index, parse_time_index, OffsetEntry,
-    OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE,
+    lookup_position, offset_slots_in_use, parse_offset_index, parse_time_index, time_slots_in_use,
 };
 use crate::read::read_all;
 use crate::read::records::{last_offset, scan, Scanned};
@@ -24,18 +27,6 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(format!("{prefix}{suffix}"))
 }
 
-/// Read a file or report it; `None` after reporting.
-fn read_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Vec<u8>> {
-    match read_all(path) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            problems.io = true;
-            em.error(&e.to_string());
-            None
-        }
-    }
-}
-
 fn base_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Offset> {
     match file_offset(path) {
         Ok(o) => Some(Offset(o)),
@@ -47,24 +38,49 @@ fn base_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Opt
     }
 }
 
-/// Kafka's `OffsetIndex.sanityCheck` message, if the index fails it.
-fn offset_sanity(path: &Path, len: usize, base: Offset, entries: &[OffsetEntry]) -> Option<String> {
+/// Kafka's `sanityCheck` (the codec's rules) on an index file's bytes, with
+/// the message Kafka's `DumpLogSegments --index-sanity-check` prints.
+fn kafka_sanity<S: IndexSlot>(path: &Path, bytes: &[u8], base: Offset) -> Option<String> {
     let abs = super::absolute(path);
-    if !len.is_multiple_of(OFFSET_ENTRY_SIZE) {
-        return Some(format!(
-            "Index file {} is corrupt, found {len} bytes which is neither positive nor a multiple of {OFFSET_ENTRY_SIZE}",
+    let entries = bytes.len() / S::SIZE;
+    let slot = |n| slot_at::<S>(bytes, n);
+    let time = S::SIZE == TimeSlot::SIZE;
+    let failure = kafka_sanity_check(bytes.len() as u64, entries, base, slot).err()?;
+    Some(match failure {
+        IndexCorruption::LengthNotMultiple { length, entry_size } => format!(
+            "{} file {} is corrupt, found {length} bytes which is neither positive nor a multiple of {entry_size}",
+            if time { "Time index" } else { "Index" },
             abs.display()
-        ));
-    }
-    let last = entries.last()?;
-    (last.offset < base).then(|| {
-        format!(
-            "Corrupt index found, index file ({}) has non-zero size but the last offset is {} which is less than the base offset {}.",
-            abs.display(),
-            last.offset,
-            base
-        )
+        ),
+        IndexCorruption::LastOffsetBelowBase { last_offset, .. } if time => format!(
+            "Corrupt time index found, time index file ({}) has non-zero size but the last offset is {last_offset} which is less than the first offset {base}",
+            abs.display()
+        ),
+        IndexCorruption::LastOffsetBelowBase { last_offset, .. } => format!(
+            "Corrupt index found, index file ({}) has non-zero size but the last offset is {last_offset} which is less than the base offset {base}.",
+            abs.display()
+        ),
+        IndexCorruption::LastTimestampBelowFirst { first, last } => format!(
+            "Corrupt time index found, time index file ({}) has non-zero size but the last timestamp is {} which is less than the first timestamp {}",
+            abs.display(), last.0, first.0
+        ),
+        other => other.to_string(),
     })
+}
+
+/// Print the outcome of `--index-sanity-check`.
+fn report_sanity(path: &Path, failure: Option<String>, em: &mut Emitter, problems: &mut Problems) {
+    match failure {
+        None => {
+            em.field("sanity_check", "passed");
+            em.line(&format!("{} passed sanity check.", path.display()));
+        }
+        Some(msg) => {
+            problems.corrupt = true;
+            em.field("sanity_check", "failed");
+            em.error(&msg);
+        }
+    }
 }
 
 /// Dump an offset index.
@@ -84,17 +100,12 @@ pub fn dump_index(path: &Path, opts: &Options, em: &mut Emitter, problems: &mut 
         return;
     }
     if opts.sanity_only {
-        match offset_sanity(path, bytes.len(), base, &index.entries) {
-            None => {
-                em.field("sanity_check", "passed");
-                em.line(&format!("{} passed sanity check.", path.display()));
-            }
-            Some(msg) => {
-                problems.corrupt = true;
-                em.field("sanity_check", "failed");
-                em.error(&msg);
-            }
-        }
+        report_sanity(
+            path,
+            kafka_sanity::<OffsetSlot>(path, &bytes, base),
+            em,
+            problems,
+        );
         return;
     }
     let log_path = sibling(path, ".log");
@@ -159,33 +170,12 @@ pub fn dump_time_index(path: &Path, opts: &Options, em: &mut Emitter, problems: 
     };
     let index = parse_time_index(&bytes, base);
     if opts.sanity_only {
-        let abs = super::absolute(path);
-        let failure = match (index.entries.first(), index.entries.last()) {
-            (Some(first), Some(last)) if last.timestamp < first.timestamp => Some(format!(
-                "Corrupt time index found, time index file ({}) has non-zero size but the last timestamp is {} which is less than the first timestamp {}",
-                abs.display(), last.timestamp.0, first.timestamp.0
-            )),
-            (Some(_), Some(last)) if last.offset < base => Some(format!(
-                "Corrupt time index found, time index file ({}) has non-zero size but the last offset is {} which is less than the first offset {}",
-                abs.display(), last.offset, base
-            )),
-            _ if !bytes.len().is_multiple_of(TIME_ENTRY_SIZE) => Some(format!(
-                "Time index file {} is corrupt, found {} bytes which is neither positive nor a multiple of {TIME_ENTRY_SIZE}",
-                abs.display(), bytes.len()
-            )),
-            _ => None,
-        };
-        match failure {
-            None => {
-                em.field("sanity_check", "passed");
-                em.line(&format!("{} passed sanity check.", path.display()));
-            }
-            Some(msg) => {
-                problems.corrupt = true;
-                em.field("sanity_check", "failed");
-                em.error(&msg);
-            }
-        }
+        report_sanity(
+            path,
+            kafka_sanity::<TimeSlot>(path, &bytes, base),
+            em,
+            problems,
+        );
         return;
     }
     let Some(log) = read_or_report(&sibling(path, ".log"), em, problems) else {
@@ -202,10 +192,7 @@ pub fn dump_time_index(path: &Path, opts: &Options, em: &mut Emitter, problems: 
     };
     let (mut mismatch, mut out_of_order, mut not_found) = (Vec::new(), Vec::new(), Vec::new());
     let mut prev_ts = -1i64;
-    for (i, entry) in index.entries.iter().enumerate() {
-        if i > 0 && entry.offset == base {
-            break;
-        }
+    for entry in &index.entries[..time_slots_in_use(&index.entries)] {
         let position = lookup_position(&offset_entries, entry.offset).max(0) as usize;
         let slice = log.get(position..).unwrap_or_default();
         let (items, _) = scan(slice);

@@ -8,24 +8,12 @@
 use std::path::Path;
 
 use super::lines::{SnapshotBatchLine, SnapshotLine, TxnLine};
-use super::{Emitter, Problems};
+use super::{read_or_report, Emitter, Problems};
+use strata_log::codec::txn::{decode_records, ABORTED_TXN_SIZE};
 use strata_log::metadata::PartitionMetadata;
 use strata_log::producer_state::{decode_snapshot, SnapshotCorruption};
 
 use crate::read::checkpoint::{read_epoch_checkpoint, read_offset_checkpoint};
-use crate::read::read_all;
-use crate::read::txn::parse_txn_index;
-
-fn read_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Vec<u8>> {
-    match read_all(path) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            problems.io = true;
-            em.error(&e.to_string());
-            None
-        }
-    }
-}
 
 /// `dumpTxnIndex`.
 pub fn dump_txn_index(path: &Path, em: &mut Emitter, problems: &mut Problems) {
@@ -33,9 +21,9 @@ pub fn dump_txn_index(path: &Path, em: &mut Emitter, problems: &mut Problems) {
     let Some(bytes) = read_or_report(path, em, problems) else {
         return;
     };
-    match parse_txn_index(&bytes) {
-        Ok(index) => {
-            for t in &index.entries {
+    match decode_records(&bytes) {
+        Ok(entries) => {
+            for t in &entries {
                 let line = TxnLine {
                     version: t.version,
                     producer_id: t.producer_id.0,
@@ -46,15 +34,14 @@ pub fn dump_txn_index(path: &Path, em: &mut Emitter, problems: &mut Problems) {
                 em.line(&line.text());
                 em.push("entries", line);
             }
-            em.field("partial_bytes", index.partial_bytes);
+            em.field("partial_bytes", bytes.len() % ABORTED_TXN_SIZE);
         }
         Err(bad) => {
             problems.corrupt = true;
+            let (version, position) = (bad.version, bad.position);
             em.error(&format!(
-                "Unexpected aborted transaction version {} in transaction index {}, current version is 0 (entry at position {})",
-                bad.version,
+                "Unexpected aborted transaction version {version} in transaction index {}, current version is 0 (entry at position {position})",
                 super::absolute(path).display(),
-                bad.position
             ));
         }
     }

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Map, Value};
 
+use crate::read::read_all;
 use crate::{EXIT_FAILURES, EXIT_OK, EXIT_USAGE_OR_IO};
 
 /// Options of `strata log dump` (Kafka's option names).
@@ -178,6 +179,18 @@ pub struct Problems {
     pub corrupt: bool,
     /// A file could not be read or named.
     pub io: bool,
+}
+
+/// Read a file or report it; `None` after reporting.
+fn read_or_report(path: &Path, em: &mut Emitter, problems: &mut Problems) -> Option<Vec<u8>> {
+    match read_all(path) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            problems.io = true;
+            em.error(&e.to_string());
+            None
+        }
+    }
 }
 
 fn absolute(path: &Path) -> PathBuf {

@@ -1,28 +1,21 @@
 //! Checkpoint files, read strictly and read-only through
 //! `strata_log::checkpoint::read_checkpoint`, entries kept in file order.
 //!
-//! Format (`docs/kafka-behaviour.md` §7.1), UTF-8 text, `\n` lines:
-//!
-//! ```text
-//! <version>\n          0
-//! <count>\n
-//! <entry>\n            count lines, fields split on runs of whitespace
-//! ```
-//!
-//! Offset checkpoints (`recovery-point-offset-checkpoint`,
-//! `log-start-offset-checkpoint`, `replication-offset-checkpoint`,
-//! `cleaner-offset-checkpoint`) have entries `<topic> <partition> <offset>`;
-//! `leader-epoch-checkpoint` has `<epoch> <startOffset>`. An empty file, or a
-//! version line without a count line, has no entries (Kafka's reader).
+//! Format (`docs/kafka-behaviour.md` §7.1): the framing and entry lines are
+//! decoded by `strata_log::codec::checkpoint` and
+//! `strata_log::codec::leader_epoch`, the engine's own decoders, so a file
+//! the tools accept is one the broker accepts. An empty file, or a version
+//! line without a count line, has no entries (Kafka's reader).
 
 use std::path::Path;
 
-use strata_log::{LeaderEpoch, Offset, TopicPartition};
+use strata_log::checkpoint::read_checkpoint;
+use strata_log::codec::checkpoint::{decode_offset_entry, CHECKPOINT_VERSION};
+use strata_log::codec::leader_epoch::decode_entry;
+use strata_log::{Offset, TopicPartition};
 
 pub use strata_log::checkpoint::CheckpointError;
-
-/// The only checkpoint version Kafka writes.
-pub const CHECKPOINT_VERSION: i32 = 0;
+pub use strata_log::codec::leader_epoch::EpochEntry;
 
 /// One `<topic> <partition> <offset>` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,26 +24,17 @@ pub struct OffsetCheckpointEntry {
     pub offset: Offset,
 }
 
-/// One `<epoch> <startOffset>` line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EpochEntry {
-    pub epoch: LeaderEpoch,
-    pub start_offset: Offset,
-}
-
 /// Read an offset checkpoint (`<topic> <partition> <offset>` entries) in
 /// file order, with the library's strict reader (read-only).
 ///
 /// # Errors
 /// I/O, a version other than 0, any malformed line, or a count mismatch.
 pub fn read_offset_checkpoint(path: &Path) -> Result<Vec<OffsetCheckpointEntry>, CheckpointError> {
-    strata_log::checkpoint::read_checkpoint(path, CHECKPOINT_VERSION, |f| match f {
-        [topic, partition, offset] => Some(OffsetCheckpointEntry {
-            tp: TopicPartition::new(*topic, partition.parse().ok()?),
-            offset: Offset(offset.parse().ok()?),
-        }),
-        _ => None,
-    })
+    let entries = read_checkpoint(path, CHECKPOINT_VERSION, decode_offset_entry)?;
+    Ok(entries
+        .into_iter()
+        .map(|(tp, offset)| OffsetCheckpointEntry { tp, offset })
+        .collect())
 }
 
 /// Read a `leader-epoch-checkpoint` (`<epoch> <startOffset>` entries).
@@ -58,18 +42,13 @@ pub fn read_offset_checkpoint(path: &Path) -> Result<Vec<OffsetCheckpointEntry>,
 /// # Errors
 /// As [`read_offset_checkpoint`].
 pub fn read_epoch_checkpoint(path: &Path) -> Result<Vec<EpochEntry>, CheckpointError> {
-    strata_log::checkpoint::read_checkpoint(path, CHECKPOINT_VERSION, |f| match f {
-        [epoch, offset] => Some(EpochEntry {
-            epoch: LeaderEpoch(epoch.parse().ok()?),
-            start_offset: Offset(offset.parse().ok()?),
-        }),
-        _ => None,
-    })
+    read_checkpoint(path, CHECKPOINT_VERSION, decode_entry)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strata_log::LeaderEpoch;
 
     fn file_with(text: &str) -> tempfile::NamedTempFile {
         let f = tempfile::NamedTempFile::new().unwrap();

@@ -12,21 +12,12 @@
 //! broker's directory must not map a file the broker may truncate (a read of
 //! a truncated mapping is a SIGBUS).
 //!
-//! Format (`docs/kafka-behaviour.md` §3.1, §4.1), big-endian, no header:
-//!
-//! ```text
-//! .index      relativeOffset i32 | position i32                 (8 bytes)
-//! .timeindex  timestamp i64      | relativeOffset i32           (12 bytes)
-//! ```
+//! Format (`docs/kafka-behaviour.md` §3.1, §4.1): slot layouts, sizes and
+//! sanity rules are `strata_log::codec::index`'s, shared with the engine;
+//! this module only adds the absolute offsets.
 
+use strata_log::codec::index::{slots, IndexSlot, OffsetSlot, TimeSlot};
 use strata_log::{Offset, Timestamp};
-
-use super::{be_i32, be_i64};
-
-/// Size of one offset-index slot.
-pub const OFFSET_ENTRY_SIZE: usize = 8;
-/// Size of one time-index slot.
-pub const TIME_ENTRY_SIZE: usize = 12;
 
 /// One offset-index slot: the absolute offset and the `.log` position.
 ///
@@ -59,55 +50,47 @@ pub struct RawIndex<E> {
     pub file_len: usize,
 }
 
-/// Decode every 8-byte slot of an `.index` file of the segment based at `base`.
+/// Decode every whole slot of an `.index` file of the segment based at `base`.
 pub fn parse_offset_index(bytes: &[u8], base: Offset) -> RawIndex<OffsetEntry> {
-    let entries = bytes
-        .chunks_exact(OFFSET_ENTRY_SIZE)
-        .map(|c| {
-            let relative = be_i32(c, 0);
-            OffsetEntry {
-                offset: base.plus(relative as i64),
-                relative,
-                position: be_i32(c, 4),
-            }
+    let entries = slots::<OffsetSlot>(bytes)
+        .map(|s| OffsetEntry {
+            offset: s.offset(base),
+            relative: s.relative,
+            position: s.position,
         })
         .collect();
     RawIndex {
         entries,
-        partial_bytes: bytes.len() % OFFSET_ENTRY_SIZE,
+        partial_bytes: bytes.len() % OffsetSlot::SIZE,
         file_len: bytes.len(),
     }
 }
 
-/// Decode every 12-byte slot of a `.timeindex` file of the segment based at `base`.
+/// Decode every whole slot of a `.timeindex` file of the segment based at `base`.
 pub fn parse_time_index(bytes: &[u8], base: Offset) -> RawIndex<TimeEntry> {
-    let entries = bytes
-        .chunks_exact(TIME_ENTRY_SIZE)
-        .map(|c| {
-            let relative = be_i32(c, 8);
-            TimeEntry {
-                timestamp: Timestamp(be_i64(c, 0)),
-                offset: base.plus(relative as i64),
-                relative,
-            }
+    let entries = slots::<TimeSlot>(bytes)
+        .map(|s| TimeEntry {
+            timestamp: s.timestamp,
+            offset: s.offset(base),
+            relative: s.relative,
         })
         .collect();
     RawIndex {
         entries,
-        partial_bytes: bytes.len() % TIME_ENTRY_SIZE,
+        partial_bytes: bytes.len() % TimeSlot::SIZE,
         file_len: bytes.len(),
     }
 }
 
-/// Number of slots before the zero-filled tail: Kafka's dump stops at the
-/// first slot `i > 0` whose offset equals the base offset.
+/// Number of entries before the zero-filled tail, by Kafka's dump rule
+/// (`strata_log::codec::index::slots_in_use`).
 pub fn offset_slots_in_use(entries: &[OffsetEntry]) -> usize {
-    entries
-        .iter()
-        .enumerate()
-        .skip(1)
-        .find(|(_, e)| e.relative == 0)
-        .map_or(entries.len(), |(i, _)| i)
+    strata_log::codec::index::slots_in_use(entries.iter().map(|e| e.relative))
+}
+
+/// As [`offset_slots_in_use`], for a time index.
+pub fn time_slots_in_use(entries: &[TimeEntry]) -> usize {
+    strata_log::codec::index::slots_in_use(entries.iter().map(|e| e.relative))
 }
 
 /// Kafka's `OffsetIndex.lookup(target).position`: the position of the largest

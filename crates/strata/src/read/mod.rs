@@ -7,20 +7,22 @@
 //! # Layout
 //!
 //! - [`index`]: raw `.index` / `.timeindex` entries, all slots as stored.
-//! - [`txn`]: `.txnindex` aborted-transaction entries.
 //! - [`checkpoint`]: offset checkpoints and `leader-epoch-checkpoint`, in file order.
 //! - [`topics`]: the broker's topic store `strata-topics.json` (ids, topic configs).
-//!
-//! Producer snapshots (`strata_log::producer_state::decode_snapshot`) and
-//! `partition.metadata` (`strata_log::metadata::PartitionMetadata::parse`)
-//! are read with the library's decoders directly.
 //! - [`records`]: batches of a `.log` file and the records inside them.
+//!
+//! Every format is decoded by `strata_log::codec` (index slots, `.txnindex`
+//! records, checkpoint text) or the library's other pure decoders (producer
+//! snapshots: `strata_log::producer_state::decode_snapshot`;
+//! `partition.metadata`: `strata_log::metadata::PartitionMetadata::parse`),
+//! the same code the engine runs. These readers only read bytes, with plain
+//! reads: a live broker may truncate a file, which a mapping would turn into
+//! a SIGBUS.
 
 pub mod checkpoint;
 pub mod index;
 pub mod records;
 pub mod topics;
-pub mod txn;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -61,14 +63,4 @@ pub fn read_prefix(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         .read_to_end(&mut bytes)
         .map_err(|e| err("read", e))?;
     Ok(bytes)
-}
-
-fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn be_i64(b: &[u8], at: usize) -> i64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    i64::from_be_bytes(a)
 }

@@ -10,111 +10,133 @@
 
 use std::path::Path;
 
+use strata_log::codec::index::{
+    check_length, check_not_below_base, slots, zero_tail_start, IndexCorruption, IndexSlot,
+    OffsetSlot, TimeSlot,
+};
+use strata_log::codec::txn::{decode_records, ABORTED_TXN_SIZE};
+use strata_log::Offset;
+
 use super::findings::{Finding, IndexKind, Problem};
 use super::segment::SegmentScan;
-use crate::read::index::{
-    parse_offset_index, parse_time_index, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE,
-};
-use crate::read::txn::parse_txn_index;
 
-/// Split slots into those in use and a zero-filled tail (Kafka's dump stops
-/// at the first slot after the first whose offset is the base offset);
-/// returns how many are in use. A non-zero slot in the "tail" makes the whole
-/// index in use, so the monotonicity checks see it.
-fn slots_in_use(slots: &[&[u8]], first_relative_zero_after: impl Fn(usize) -> bool) -> usize {
-    // A wholly zero file is an untouched preallocated index: no entries.
-    if slots.iter().all(|s| s.iter().all(|b| *b == 0)) {
-        return 0;
-    }
-    let cut = (1..slots.len())
-        .find(|&i| first_relative_zero_after(i))
-        .unwrap_or(slots.len());
-    if slots[cut..].iter().all(|s| s.iter().all(|b| *b == 0)) {
-        cut
-    } else {
-        slots.len()
-    }
-}
-
-fn check_size(
+/// The slots of an index file in use (before a zero-filled preallocated
+/// tail, which is reported as a warning), after Kafka's length rule.
+fn slots_in_use<S: IndexSlot>(
     path: &Path,
     index: IndexKind,
-    len: usize,
-    entry_size: usize,
+    bytes: &[u8],
     out: &mut Vec<Finding>,
-) {
-    if !len.is_multiple_of(entry_size) {
+) -> Vec<S> {
+    if let Err(IndexCorruption::LengthNotMultiple { length, entry_size }) =
+        check_length(bytes.len() as u64, S::SIZE)
+    {
         out.push(Finding::error(
             path,
-            Some((len - len % entry_size) as u64),
+            Some(length - length % entry_size as u64),
             Problem::IndexSizeNotMultiple {
                 index,
-                len: len as u64,
+                len: length,
                 entry_size: entry_size as u64,
             },
         ));
     }
+    let all = bytes.len() / S::SIZE;
+    let used = zero_tail_start::<S>(bytes);
+    if used < all {
+        out.push(Finding::warning(
+            path,
+            Some((used * S::SIZE) as u64),
+            Problem::IndexZeroTail {
+                index,
+                slots: all - used,
+            },
+        ));
+    }
+    slots::<S>(bytes).take(used).collect()
+}
+
+/// The codec's ordering rules for entry `i` after `prev` (Strata's rule,
+/// applied to every pair here), as findings.
+fn check_order<S: IndexSlot>(
+    path: &Path,
+    index: IndexKind,
+    base: Offset,
+    (i, prev, cur): (usize, S, S),
+    out: &mut Vec<Finding>,
+) {
+    let at = Some((i * S::SIZE) as u64);
+    for violation in S::pair_violations(i, base, prev, cur).into_iter().flatten() {
+        let problem = match violation {
+            IndexCorruption::OffsetNotIncreasing {
+                previous, offset, ..
+            } => Problem::IndexOffsetNotIncreasing {
+                index,
+                entry: i,
+                offset: offset.get(),
+                previous: previous.get(),
+            },
+            IndexCorruption::PositionDecreasing {
+                previous, position, ..
+            } => Problem::IndexPositionDecreasing {
+                entry: i,
+                position: i64::from(position.get() as i32),
+                previous: i64::from(previous.get() as i32),
+            },
+            IndexCorruption::TimestampNotIncreasing {
+                previous,
+                timestamp,
+                ..
+            } => Problem::TimeIndexTimestampNotIncreasing {
+                entry: i,
+                timestamp: timestamp.0,
+                previous: previous.0,
+            },
+            other => unreachable!("not an ordering rule: {other:?}"),
+        };
+        out.push(Finding::error(path, at, problem));
+    }
+}
+
+/// Kafka's "not below the base offset" rule for entry `i`, as a finding.
+fn below_base<S: IndexSlot>(
+    path: &Path,
+    index: IndexKind,
+    base: Offset,
+    (i, slot): (usize, S),
+    out: &mut Vec<Finding>,
+) -> bool {
+    let Err(IndexCorruption::LastOffsetBelowBase { last_offset, .. }) =
+        check_not_below_base(base, slot)
+    else {
+        return false;
+    };
+    out.push(Finding::error(
+        path,
+        Some((i * S::SIZE) as u64),
+        Problem::IndexOffsetBelowBase {
+            index,
+            entry: i,
+            offset: last_offset.get(),
+            base: base.get(),
+        },
+    ));
+    true
 }
 
 /// Check an offset index against its segment.
 pub fn check_offset_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut Vec<Finding>) {
-    check_size(path, IndexKind::Offset, bytes.len(), OFFSET_ENTRY_SIZE, out);
-    let base = strata_log::Offset(seg.base);
-    let index = parse_offset_index(bytes, base);
-    let slots: Vec<&[u8]> = bytes.chunks_exact(OFFSET_ENTRY_SIZE).collect();
-    let used = slots_in_use(&slots, |i| index.entries[i].relative == 0);
-    if used < slots.len() {
-        out.push(Finding::warning(
-            path,
-            Some((used * OFFSET_ENTRY_SIZE) as u64),
-            Problem::IndexZeroTail {
-                index: IndexKind::Offset,
-                slots: slots.len() - used,
-            },
-        ));
-    }
+    let base = Offset(seg.base);
+    let used = slots_in_use::<OffsetSlot>(path, IndexKind::Offset, bytes, out);
     let segment_last = seg.last_offset();
-    for (i, e) in index.entries[..used].iter().enumerate() {
-        let at = Some((i * OFFSET_ENTRY_SIZE) as u64);
-        let (offset, position) = (e.offset.get(), i64::from(e.position));
-        if e.relative < 0 {
-            out.push(Finding::error(
-                path,
-                at,
-                Problem::IndexOffsetBelowBase {
-                    index: IndexKind::Offset,
-                    entry: i,
-                    offset,
-                    base: seg.base,
-                },
-            ));
+    for (i, &e) in used.iter().enumerate() {
+        let at = Some((i * OffsetSlot::SIZE) as u64);
+        let (offset, position) = (e.offset(base).get(), i64::from(e.position));
+        if below_base(path, IndexKind::Offset, base, (i, e), out) {
             continue;
         }
         if i > 0 {
-            let prev = index.entries[i - 1];
-            if e.offset <= prev.offset {
-                out.push(Finding::error(
-                    path,
-                    at,
-                    Problem::IndexOffsetNotIncreasing {
-                        index: IndexKind::Offset,
-                        entry: i,
-                        offset,
-                        previous: prev.offset.get(),
-                    },
-                ));
-            }
-            if e.position < prev.position {
-                out.push(Finding::error(
-                    path,
-                    at,
-                    Problem::IndexPositionDecreasing {
-                        entry: i,
-                        position,
-                        previous: i64::from(prev.position),
-                    },
-                ));
-            }
+            check_order(path, IndexKind::Offset, base, (i, used[i - 1], e), out);
         }
         if segment_last.is_none_or(|last| offset > last) {
             out.push(Finding::error(
@@ -175,62 +197,17 @@ pub fn check_time_index(
     seg: &SegmentScan,
     out: &mut Vec<Finding>,
 ) -> Option<(i64, i64)> {
-    check_size(path, IndexKind::Time, bytes.len(), TIME_ENTRY_SIZE, out);
-    let index = parse_time_index(bytes, strata_log::Offset(seg.base));
-    let slots: Vec<&[u8]> = bytes.chunks_exact(TIME_ENTRY_SIZE).collect();
-    let used = slots_in_use(&slots, |i| index.entries[i].relative == 0);
-    if used < slots.len() {
-        out.push(Finding::warning(
-            path,
-            Some((used * TIME_ENTRY_SIZE) as u64),
-            Problem::IndexZeroTail {
-                index: IndexKind::Time,
-                slots: slots.len() - used,
-            },
-        ));
-    }
+    let base = Offset(seg.base);
+    let used = slots_in_use::<TimeSlot>(path, IndexKind::Time, bytes, out);
     let segment_last = seg.last_offset();
-    for (i, e) in index.entries[..used].iter().enumerate() {
-        let at = Some((i * TIME_ENTRY_SIZE) as u64);
-        let (offset, timestamp) = (e.offset.get(), e.timestamp.0);
-        if e.relative < 0 {
-            out.push(Finding::error(
-                path,
-                at,
-                Problem::IndexOffsetBelowBase {
-                    index: IndexKind::Time,
-                    entry: i,
-                    offset,
-                    base: seg.base,
-                },
-            ));
+    for (i, &e) in used.iter().enumerate() {
+        let at = Some((i * TimeSlot::SIZE) as u64);
+        let (offset, timestamp) = (e.offset(base).get(), e.timestamp.0);
+        if below_base(path, IndexKind::Time, base, (i, e), out) {
             continue;
         }
         if i > 0 {
-            let prev = index.entries[i - 1];
-            if e.timestamp <= prev.timestamp {
-                out.push(Finding::error(
-                    path,
-                    at,
-                    Problem::TimeIndexTimestampNotIncreasing {
-                        entry: i,
-                        timestamp,
-                        previous: prev.timestamp.0,
-                    },
-                ));
-            }
-            if e.offset < prev.offset {
-                out.push(Finding::error(
-                    path,
-                    at,
-                    Problem::IndexOffsetNotIncreasing {
-                        index: IndexKind::Time,
-                        entry: i,
-                        offset,
-                        previous: prev.offset.get(),
-                    },
-                ));
-            }
+            check_order(path, IndexKind::Time, base, (i, used[i - 1], e), out);
         }
         if segment_last.is_none_or(|last| offset > last) {
             out.push(Finding::error(
@@ -284,40 +261,40 @@ pub fn check_time_index(
             ));
         }
     }
-    index.entries[..used]
-        .last()
-        .map(|e| (e.timestamp.0, e.offset.get()))
+    used.last().map(|e| (e.timestamp.0, e.offset(base).get()))
 }
 
 /// Check a transaction index: readable, each abort marker inside the
 /// segment, marker offsets strictly increasing.
 pub fn check_txn_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut Vec<Finding>) {
-    let index = match parse_txn_index(bytes) {
+    let entries = match decode_records(bytes) {
         Ok(i) => i,
         Err(bad) => {
+            let (version, position) = (bad.version, bad.position);
             out.push(Finding::error(
                 path,
-                Some(bad.position as u64),
+                Some(position),
                 Problem::TxnUnsupportedVersion {
-                    entry: bad.position / crate::read::txn::TXN_ENTRY_SIZE,
-                    version: bad.version,
+                    entry: position as usize / ABORTED_TXN_SIZE,
+                    version,
                 },
             ));
             return;
         }
     };
-    if index.partial_bytes > 0 {
+    let partial_bytes = bytes.len() % ABORTED_TXN_SIZE;
+    if partial_bytes > 0 {
         out.push(Finding::warning(
             path,
-            Some((bytes.len() - index.partial_bytes) as u64),
+            Some((bytes.len() - partial_bytes) as u64),
             Problem::TxnPartialEntry {
-                bytes: index.partial_bytes,
+                bytes: partial_bytes,
             },
         ));
     }
     let segment_last = seg.last_offset().unwrap_or(seg.base - 1);
-    for (i, t) in index.entries.iter().enumerate() {
-        let at = Some((i * crate::read::txn::TXN_ENTRY_SIZE) as u64);
+    for (i, t) in entries.iter().enumerate() {
+        let at = Some((i * ABORTED_TXN_SIZE) as u64);
         let last = t.last_offset.get();
         if last < seg.base || last > segment_last {
             out.push(Finding::error(
@@ -331,14 +308,14 @@ pub fn check_txn_index(path: &Path, bytes: &[u8], seg: &SegmentScan, out: &mut V
                 },
             ));
         }
-        if i > 0 && t.last_offset <= index.entries[i - 1].last_offset {
+        if i > 0 && t.last_offset <= entries[i - 1].last_offset {
             out.push(Finding::error(
                 path,
                 at,
                 Problem::TxnOffsetNotIncreasing {
                     entry: i,
                     last_offset: last,
-                    previous: index.entries[i - 1].last_offset.get(),
+                    previous: entries[i - 1].last_offset.get(),
                 },
             ));
         }

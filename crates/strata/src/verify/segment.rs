@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-use strata_log::batch::{validate_batch, validate_batch_deep};
+use strata_log::batch::{validate_batch, validate_batch_deep, LENGTH_POS, LOG_OVERHEAD};
+use strata_log::codec::be_i32;
 
 use super::findings::{Finding, Problem};
 use crate::read::records::{scan, Scanned};
@@ -192,10 +193,10 @@ pub fn check_segment(
             )
         } else {
             // Enough bytes for the size field: report what the batch needs.
-            let needed = if rest.len() >= 12 {
-                i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]) as i64 + 12
+            let needed = if rest.len() >= LOG_OVERHEAD {
+                i64::from(be_i32(rest, LENGTH_POS)) + LOG_OVERHEAD as i64
             } else {
-                12
+                LOG_OVERHEAD as i64
             };
             Finding::error(
                 path,
