@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata_log::{LogManager, LogManagerConfig, SharedClock, SystemClock};
+use strata_log::{LogManager, LogManagerConfig, SharedClock, SystemClock, TopicConfigProvider};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
@@ -238,19 +238,20 @@ fn open_storage(
         fs,
     };
     let (filter, refused) = reconcile::topic_id_filter(store.clone());
-    let logs = LogManager::open_filtered(manager_config, clock, Some(filter))?;
-    let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
-    logs.set_retention_check_interval_ms(config.log_retention_check_interval_ms);
-    logs.cleaner().configure(config.cleaner.clone());
     let provider_store = store.clone();
     let provider_dynamic = dynamic.clone();
-    logs.set_topic_config_provider(Arc::new(move |topic: &str| {
+    // Partitions load with their topic's config, as Kafka's loadLogs does.
+    let topic_configs: TopicConfigProvider = Arc::new(move |topic: &str| {
         let base = provider_dynamic.log_defaults();
         match provider_store.get(topic) {
             Some(info) => effective_config(&base, &info),
             None => (*base).clone(),
         }
-    }));
+    });
+    let logs = LogManager::open_with(manager_config, clock, Some(filter), Some(topic_configs))?;
+    let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
+    logs.set_retention_check_interval_ms(config.log_retention_check_interval_ms);
+    logs.cleaner().configure(config.cleaner.clone());
     let refused = reconcile::reconcile(config, &store, &logs, refused)?;
     Ok((store, logs, cluster_id, dynamic, refused))
 }

@@ -238,6 +238,22 @@ impl LogManager {
         clock: SharedClock,
         filter: Option<LoadFilter>,
     ) -> Result<Arc<LogManager>, LogError> {
+        Self::open_with(config, clock, filter, None)
+    }
+
+    /// [`Self::open_filtered`], loading each partition with its topic's
+    /// config from `topic_configs` (Kafka's `LogManager.loadLogs` with the
+    /// topic overrides) instead of the broker defaults, and keeping it as
+    /// the provider [`Self::set_topic_config_provider`] sets.
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_with(
+        config: LogManagerConfig,
+        clock: SharedClock,
+        filter: Option<LoadFilter>,
+        topic_configs: Option<TopicConfigProvider>,
+    ) -> Result<Arc<LogManager>, LogError> {
         let mut dirs = Vec::new();
         let mut logs = BTreeMap::new();
         let mut pending = Vec::new();
@@ -268,7 +284,14 @@ impl LogManager {
                 loaded_ok: AtomicBool::new(false),
             };
             if dir.health.is_online() {
-                match Self::load_dir(&config, &clock, &dir, &mut pending, filter.as_ref()) {
+                match Self::load_dir(
+                    &config,
+                    &clock,
+                    &dir,
+                    &mut pending,
+                    filter.as_ref(),
+                    topic_configs.as_ref(),
+                ) {
                     Ok((loaded, may_mark_clean)) => {
                         for log in loaded {
                             logs.insert(log.topic_partition().clone(), log);
@@ -294,7 +317,7 @@ impl LogManager {
             dirs,
             logs: RwLock::new(logs),
             create: Mutex::new(()),
-            topic_config: RwLock::new(None),
+            topic_config: RwLock::new(topic_configs),
             pending_dir_deletes: Mutex::new(pending),
             last_recovery_checkpoint_ms: AtomicI64::new(now),
             last_start_checkpoint_ms: AtomicI64::new(now),
@@ -313,6 +336,7 @@ impl LogManager {
         dir: &LogDir,
         pending: &mut Vec<PendingDirDelete>,
         filter: Option<&LoadFilter>,
+        topic_configs: Option<&TopicConfigProvider>,
     ) -> Result<(Vec<Arc<Log>>, bool), LogError> {
         let clean = metadata::take_clean_shutdown_marker(config.fs.as_ref(), &dir.path)
             .map_err(|e| LogError::io(&dir.path, "take clean shutdown marker", e))?;
@@ -371,7 +395,16 @@ impl LogManager {
                     .spawn_scoped(s, move || loop {
                         let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
                         let Some((path, params)) = next else { break };
-                        let cfg = config.default_config.clone();
+                        let topic = path
+                            .file_name()
+                            .and_then(|n| {
+                                crate::format::parse_partition_dir_name(&n.to_string_lossy()).ok()
+                            })
+                            .map(|p| p.tp.topic);
+                        let cfg = match (topic_configs, topic) {
+                            (Some(f), Some(topic)) => f(&topic),
+                            _ => config.default_config.clone(),
+                        };
                         let r = Log::open(&path, cfg, params, clock.clone(), dir.health.clone());
                         results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
                     })

@@ -97,6 +97,13 @@ impl Log {
                 Err(e) => return Err(LogError::io(&stray, "delete stray segment file", e)),
             }
         }
+        // Kafka schedules this flush asynchronously after creating the new
+        // segment; Strata runs it inline under the append lock (rolls are
+        // rare), and before the new segment exists: a power loss must never
+        // keep the new segment's file while losing the old segment's tail
+        // (a gap below durable data). The recovery point moves to the new
+        // base before the next append.
+        self.flush_locked(state, new_base, false)?;
         let segment = Arc::new(Segment::create(
             &self.fs,
             &dir,
@@ -105,15 +112,16 @@ impl Log {
             self.clock.now_ms(),
             "",
         )?);
+        // The new segment's directory entry must be durable before a durable
+        // append into it is acknowledged (Kafka's flush fsyncs the directory
+        // when it flushes a new segment; durable appends only fsync files).
+        crate::fs::fsync_dir(self.fs.as_ref(), &dir)
+            .map_err(|e| LogError::io(&dir, "fsync partition dir", e))?;
         segs.push(segment.clone());
         self.publish_segments(segs);
         // Kafka `roll`: the producer snapshot at the new base bounds the
         // rebuild after a crash to the active segment.
         self.snapshot_producers_at(state, new_base)?;
-        // Kafka schedules this flush asynchronously; Strata runs it inline
-        // under the append lock (rolls are rare) so the recovery point moves
-        // to the new base before the next append.
-        self.flush_locked(state, new_base, false)?;
         Ok(segment)
     }
 }

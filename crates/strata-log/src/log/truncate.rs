@@ -55,9 +55,20 @@ impl Log {
         }
         let keep = segs.iter().filter(|s| s.base_offset() <= offset).count();
         let (kept, dropped) = segs.split_at(keep);
+        // Kafka leaves a truncation in the page cache. Strata makes it
+        // durable, in order: first the renames of the dropped segments, then
+        // the truncation of the new active one, before anything is appended
+        // after it. Otherwise a power loss could keep a truncated segment
+        // while undoing the renames (old data back after a hole), or undo
+        // the truncation while keeping later durable appends (overlapping
+        // offsets).
         self.schedule_delete(dropped)?;
+        if !dropped.is_empty() {
+            self.fsync_dir()?;
+        }
         let active = kept.last().expect("offset >= first base").clone();
         active.truncate_to(offset, now)?;
+        active.flush()?;
         self.publish_segments(kept.to_vec());
         self.log_end_offset.store(offset.0, Ordering::Release);
         self.after_truncation(offset);
@@ -90,6 +101,8 @@ impl Log {
             "",
         )?;
         seg.resize_indexes(cfg.segment_index_bytes.max(0) as usize)?;
+        // Durable before anything is appended (see `truncate_locked`).
+        self.fsync_dir()?;
         self.publish_segments(vec![Arc::new(seg)]);
         {
             let mut cache = self.lock_epochs();
@@ -109,6 +122,12 @@ impl Log {
             .producers
             .truncate_fully_and_start_at(offset)
             .map_err(|e| super::producers::state_error(&self.tp, e))
+    }
+
+    fn fsync_dir(&self) -> Result<(), LogError> {
+        let dir = self.dir();
+        crate::fs::fsync_dir(self.fs.as_ref(), &dir)
+            .map_err(|e| LogError::io(&dir, "fsync partition dir", e))
     }
 
     fn after_truncation(&self, offset: Offset) {
