@@ -19,6 +19,7 @@ use strata_log::codec::leader_epoch;
 use strata_log::format::{LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT};
 use strata_log::leader_epoch::LeaderEpochCache;
 use strata_log::metadata::PartitionMetadata;
+use strata_log::fs::{SharedFs, StdFs};
 use strata_log::Offset;
 
 /// One scratch directory per process; every input overwrites the same files.
@@ -35,6 +36,7 @@ fn dir() -> &'static PathBuf {
 
 fuzz_target!(|data: &[u8]| {
     let dir = dir();
+    let fs: SharedFs = StdFs::shared();
 
     // The pure codecs the tools use: what decodes re-encodes to text that
     // decodes the same, and the engine's readers accept exactly that.
@@ -49,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(leader_epoch::decode(text.as_bytes()).as_ref(), Ok(entries));
     }
 
-    let checkpoint = OffsetCheckpointFile::in_dir(dir, RECOVERY_POINT_CHECKPOINT);
+    let checkpoint = OffsetCheckpointFile::in_dir(&fs, dir, RECOVERY_POINT_CHECKPOINT);
     std::fs::write(checkpoint.path(), data).unwrap();
     let read = checkpoint.read();
     assert_eq!(read.is_ok(), offsets.is_ok());
@@ -60,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
 
     let epoch_path = dir.join(LEADER_EPOCH_CHECKPOINT);
     std::fs::write(&epoch_path, data).unwrap();
-    if let Ok(mut cache) = LeaderEpochCache::load(dir) {
+    if let Ok(mut cache) = LeaderEpochCache::load(&fs, dir) {
         let entries = cache.entries().to_vec();
         let _ = (
             cache.latest_entry(),
@@ -72,13 +74,13 @@ fuzz_target!(|data: &[u8]| {
             let _ = cache.epoch_for_offset(e.start_offset);
         }
         cache.flush().unwrap();
-        let again = LeaderEpochCache::load(dir).unwrap();
+        let again = LeaderEpochCache::load(&fs, dir).unwrap();
         assert_eq!(again.entries(), &entries[..]);
     }
 
     std::fs::write(dir.join(PARTITION_METADATA), data).unwrap();
     if let Ok(md) = PartitionMetadata::read(dir) {
-        md.write(dir).unwrap();
+        md.write(fs.as_ref(), dir).unwrap();
         assert_eq!(PartitionMetadata::read(dir).unwrap(), md);
     }
 });
