@@ -22,6 +22,7 @@ use strata_log::codec::txn::decode_records;
 use strata_log::index::{
     AbortedTxn, IndexError, OffsetIndex, OffsetPosition, TimeIndex, TransactionIndex,
 };
+use strata_log::fs::{SharedFs, StdFs};
 use strata_log::{Offset, Position, Timestamp};
 
 /// One scratch directory per process; every input overwrites the same files.
@@ -56,10 +57,11 @@ fuzz_target!(|data: &[u8]| {
     let target = i64::from_be_bytes(data[8..16].try_into().unwrap());
     let file = &data[16..];
     let dir = dir();
+    let fs: SharedFs = StdFs::shared();
 
     let path = dir.join("segment.index");
     std::fs::write(&path, file).unwrap();
-    if let Ok(index) = OffsetIndex::open(&path, base, MAX_INDEX_SIZE, false) {
+    if let Ok(index) = OffsetIndex::open(&fs, &path, base, MAX_INDEX_SIZE, false) {
         let _ = index.sanity_check();
         same_verdict::<OffsetSlot>(file, base, index.check_all_entries());
         let _ = (index.last_offset(), index.is_full(), index.size_in_bytes());
@@ -80,7 +82,7 @@ fuzz_target!(|data: &[u8]| {
 
     let path = dir.join("segment.timeindex");
     std::fs::write(&path, file).unwrap();
-    if let Ok(index) = TimeIndex::open(&path, base, MAX_INDEX_SIZE, false) {
+    if let Ok(index) = TimeIndex::open(&fs, &path, base, MAX_INDEX_SIZE, false) {
         let _ = index.sanity_check();
         same_verdict::<TimeSlot>(file, base, index.check_all_entries());
         let _ = (index.last_entry(), index.is_full(), index.size_in_bytes());
@@ -92,7 +94,7 @@ fuzz_target!(|data: &[u8]| {
 
     let path = dir.join("segment.txnindex");
     std::fs::write(&path, file).unwrap();
-    if let Ok(index) = TransactionIndex::open(&path, base) {
+    if let Ok(index) = TransactionIndex::open(&fs, &path, base) {
         let _ = index.sanity_check();
         let _ = index.is_empty();
         let _ = index.collect_aborted_txns(Offset(target), base);

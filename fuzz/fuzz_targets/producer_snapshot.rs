@@ -20,6 +20,7 @@ use strata_log::producer_state::{
     read_snapshot, write_snapshot, ProducerSnapshotEntry, ProducerStateManager,
     SNAPSHOT_HEADER_SIZE,
 };
+use strata_log::fs::{SharedFs, StdFs};
 use strata_log::{Offset, TopicPartition};
 
 /// One scratch directory per process; every input overwrites the same files.
@@ -38,6 +39,7 @@ fn dir() -> &'static PathBuf {
 const SNAPSHOT_OFFSET: i64 = 100;
 
 fuzz_target!(|data: &[u8]| {
+    let fs: SharedFs = StdFs::shared();
     let Some((&mode, file)) = data.split_first() else {
         return;
     };
@@ -68,14 +70,14 @@ fuzz_target!(|data: &[u8]| {
             let _ = ProducerSnapshotEntry::from_entry(&entry);
         }
         let copy = dir.join("copy.bin");
-        write_snapshot(&copy, &entries, false).unwrap();
+        write_snapshot(&*fs, &copy, &entries, false).unwrap();
         assert_eq!(read_snapshot(&copy).unwrap(), entries);
     }
 
     // Log loading: the manager picks the snapshot up and restores from it
     // (deleting it if corrupt, so it is written again each time above).
     let tp = TopicPartition::new("fuzz", 0);
-    let mut manager = ProducerStateManager::new(dir, tp, i64::MAX).unwrap();
+    let mut manager = ProducerStateManager::new(&fs, dir, tp, i64::MAX).unwrap();
     manager
         .truncate_and_reload(Offset(0), Offset(SNAPSHOT_OFFSET), 0)
         .unwrap();
