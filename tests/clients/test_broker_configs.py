@@ -6,7 +6,7 @@ topic without an override (its partition rolls small segments) and not on one wi
 override; sources and read-only flags describe back as Kafka reports them; a
 static config is refused; and everything survives a broker restart. (librdkafka cannot
 address the cluster-default resource "" — its ConfigResource needs a name — so that level
-is covered by the Rust socket tests in crates/strata-broker/tests/broker_configs.rs.)
+is covered by the Rust socket tests in crates/strata-broker/tests/api/broker_configs.rs.)
 """
 
 from __future__ import annotations

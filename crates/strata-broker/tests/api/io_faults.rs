@@ -1,0 +1,127 @@
+//! Guards the broker against disk-full and I/O errors at run time, injected
+//! through the log engine's file-system seam: a produce whose write fails
+//! with ENOSPC or EIO gets KAFKA_STORAGE_ERROR, the log directory goes
+//! offline as in Kafka (its partitions answer KAFKA_STORAGE_ERROR to
+//! produce and fetch), a partition on the other directory keeps serving,
+//! shutdown succeeds, and after a restart on the plain file system every
+//! acknowledged record is there. (`tests/clients/test_offline_dir.py` does
+//! the same with real clients and a full tmpfs.)
+
+use std::path::Path;
+
+use crate::common::*;
+use kafka_protocol::messages::FetchResponse;
+use strata_log::fs::{Fault, FaultFs};
+
+const KAFKA_STORAGE_ERROR: i16 = 56;
+
+async fn fetch(c: &mut Client, topic: &str, id: uuid::Uuid) -> (i16, Vec<(i64, String)>) {
+    let resp: FetchResponse = c.call(&fetch_request(topic, id, 0, 0, 0, 0), 12).await;
+    let p = &resp.responses[0].partitions[0];
+    (p.error_code, records_of(&p.records))
+}
+
+fn values(records: &[(i64, String)]) -> Vec<&str> {
+    records.iter().map(|(_, v)| v.as_str()).collect()
+}
+
+async fn a_failing_dir_goes_offline_and_the_other_keeps_serving(fault: Fault) {
+    let root = tempfile::tempdir().unwrap();
+    let (d1, d2) = (root.path().join("d1"), root.path().join("d2"));
+    let dirs = format!("{},{}", d1.display(), d2.display());
+    let extra = [("log.dirs", dirs.as_str())];
+    let faults = FaultFs::new();
+
+    let broker = start_on(root.path(), &extra, faults.shared()).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    // "healthy" lands in d1, "doomed" in d2 (fewest partitions, first dir on ties).
+    assert_eq!(create_topic_with(&mut c, "healthy", 1, &[]).await, 0);
+    assert_eq!(create_topic_with(&mut c, "doomed", 1, &[]).await, 0);
+    assert!(d1.join("healthy-0").is_dir() && d2.join("doomed-0").is_dir());
+    let (healthy_id, doomed_id) = (
+        topic_id(&mut c, "healthy").await,
+        topic_id(&mut c, "doomed").await,
+    );
+    assert_eq!(
+        produce(&mut c, "doomed", 0, batch(3, "d", 1_000, false))
+            .await
+            .0,
+        0
+    );
+    assert_eq!(
+        produce(&mut c, "healthy", 0, batch(2, "h", 1_000, false))
+            .await
+            .0,
+        0
+    );
+
+    // From now on every change to a file in d2 fails: a full or broken disk.
+    let bad = d2.clone();
+    faults.fail_all(fault, move |op, p: &Path| {
+        op.mutates() && p.starts_with(&bad)
+    });
+    assert_eq!(
+        produce(&mut c, "doomed", 0, batch(1, "lost", 1_000, false))
+            .await
+            .0,
+        KAFKA_STORAGE_ERROR
+    );
+    assert!(!faults.injected().is_empty(), "the fault was hit");
+    // The dir is offline: its partition refuses produce and fetch...
+    assert_eq!(
+        produce(&mut c, "doomed", 0, batch(1, "again", 1_000, false))
+            .await
+            .0,
+        KAFKA_STORAGE_ERROR
+    );
+    assert_eq!(
+        fetch(&mut c, "doomed", doomed_id).await.0,
+        KAFKA_STORAGE_ERROR
+    );
+    // ...while the other dir keeps serving produce and fetch.
+    assert_eq!(
+        produce(&mut c, "healthy", 0, batch(2, "h2", 1_000, false))
+            .await
+            .0,
+        0
+    );
+    let (code, recs) = fetch(&mut c, "healthy", healthy_id).await;
+    assert_eq!(code, 0);
+    assert_eq!(values(&recs), ["h-0", "h-1", "h2-0", "h2-1"]);
+    drop(c);
+    broker.shutdown().await.unwrap();
+
+    // Restart on the plain file system (space freed): everything
+    // acknowledged is there, and both dirs serve again.
+    let broker = start(root.path(), &extra).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    let (code, recs) = fetch(&mut c, "doomed", doomed_id).await;
+    assert_eq!(code, 0);
+    assert_eq!(values(&recs), ["d-0", "d-1", "d-2"]);
+    let (code, recs) = fetch(&mut c, "healthy", healthy_id).await;
+    assert_eq!(code, 0);
+    assert_eq!(values(&recs), ["h-0", "h-1", "h2-0", "h2-1"]);
+    assert_eq!(
+        produce(&mut c, "doomed", 0, batch(1, "after", 1_000, false))
+            .await
+            .0,
+        0
+    );
+    drop(c);
+    broker.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn enospc_takes_one_dir_offline_and_loses_nothing() {
+    a_failing_dir_goes_offline_and_the_other_keeps_serving(Fault::Enospc).await;
+}
+
+#[tokio::test]
+async fn eio_takes_one_dir_offline_and_loses_nothing() {
+    a_failing_dir_goes_offline_and_the_other_keeps_serving(Fault::Eio).await;
+}
+
+#[tokio::test]
+async fn a_short_write_takes_one_dir_offline_and_loses_nothing() {
+    a_failing_dir_goes_offline_and_the_other_keeps_serving(Fault::ShortWrite).await;
+}

@@ -1,0 +1,24 @@
+//! The broker's integration tests over the wire, as one test binary (one
+//! link instead of one per file: the gate's build time). Each module guards
+//! one area; `hostile_requests` stays a binary of its own because it installs
+//! a counting global allocator.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod admin;
+mod api_versions;
+mod bad_requests;
+mod broker_configs;
+mod configs;
+mod decompressed_cap;
+mod groups;
+mod io_faults;
+mod list_offsets;
+mod metadata;
+mod offline_dir;
+mod offsets_compaction;
+mod produce_errors;
+mod produce_fetch;
+mod restart;
+mod topic_store_recovery;
