@@ -67,9 +67,13 @@ impl Log {
         let active = segs.last().expect("active segment").clone();
         if segs.iter().any(|s| s.base_offset() == new_base) {
             if active.base_offset() == new_base && active.size() == 0 {
-                // An empty active segment at the same base: recreate it.
-                segs.pop();
-                active.delete_files()?;
+                // An empty active segment at the same base. Kafka deletes
+                // and recreates it; Strata keeps it (its files are what a
+                // new segment's would be): a power loss between the delete
+                // and the create would leave the partition with no segment
+                // at all, and it would restart at the checkpointed log
+                // start, below offsets it had already handed out.
+                return Ok(active);
             } else {
                 return Err(LogError::SegmentExists {
                     tp: self.tp.clone(),
