@@ -61,9 +61,19 @@ impl Log {
         // after it. Otherwise a power loss could keep a truncated segment
         // while undoing the renames (old data back after a hole), or undo
         // the truncation while keeping later durable appends (overlapping
-        // offsets).
-        self.schedule_delete(dropped)?;
-        if !dropped.is_empty() {
+        // offsets). The renames go from the highest segment down: a power
+        // loss between two of them keeps a prefix of the directory's
+        // operations, which then leaves the log shorter but whole, never a
+        // lower segment gone with higher ones still there (a hole).
+        self.schedule_delete_from_the_top(dropped)?;
+        // The producer snapshots of the removed tail go with it, durably: a
+        // power loss must not bring back a snapshot of the old batches once
+        // new ones fill the same offsets (recovery would trust it).
+        let snapshots_gone = state
+            .producers
+            .delete_snapshots_above(offset)
+            .map_err(|e| super::producers::state_error(&self.tp, e))?;
+        if !dropped.is_empty() || snapshots_gone {
             self.fsync_dir()?;
         }
         let active = kept.last().expect("offset >= first base").clone();
@@ -90,7 +100,12 @@ impl Log {
         offset: Offset,
     ) -> Result<(), LogError> {
         let segs = self.snapshot();
-        self.schedule_delete(&segs)?;
+        self.schedule_delete_from_the_top(&segs)?;
+        // Every snapshot goes, durably with the renames (see `truncate_locked`).
+        state
+            .producers
+            .delete_snapshots_above(Offset(-1))
+            .map_err(|e| super::producers::state_error(&self.tp, e))?;
         let cfg = self.config_arc();
         let seg = Segment::create(
             &self.fs,
@@ -145,6 +160,13 @@ impl Log {
         self.recovery_point.fetch_min(offset.0, Ordering::AcqRel);
         self.durable_offset.fetch_min(offset.0, Ordering::AcqRel);
         self.high_watermark.fetch_min(offset.0, Ordering::AcqRel);
+    }
+
+    /// [`Log::schedule_delete`] in descending offset order, for the
+    /// truncations that remove the top of the log (see `truncate_locked`).
+    fn schedule_delete_from_the_top(&self, segments: &[Arc<Segment>]) -> Result<(), LogError> {
+        let top_down: Vec<Arc<Segment>> = segments.iter().rev().cloned().collect();
+        self.schedule_delete(&top_down)
     }
 
     /// Rename segments to `.deleted` now and remove them after

@@ -440,6 +440,26 @@ impl ProducerStateManager {
         }
     }
 
+    /// Delete the snapshots above `offset` (a truncation to `offset` makes
+    /// them describe batches that are gone); the state is left as it is.
+    /// Returns whether any was deleted. A truncation calls this before it
+    /// fsyncs the directory, so that a power loss cannot bring back a
+    /// snapshot of the old tail once new batches fill the same offsets.
+    ///
+    /// # Errors
+    /// [`ProducerStateError::Io`] when a snapshot cannot be deleted.
+    pub fn delete_snapshots_above(&mut self, offset: Offset) -> Result<bool, ProducerStateError> {
+        let above: Vec<Offset> = self
+            .snapshots
+            .range(Offset(offset.0.saturating_add(1))..)
+            .map(|(o, _)| *o)
+            .collect();
+        for snapshot in &above {
+            self.remove_and_delete_snapshot(*snapshot)?;
+        }
+        Ok(!above.is_empty())
+    }
+
     /// Drop all state and snapshots; the map starts at `offset`.
     ///
     /// # Errors
