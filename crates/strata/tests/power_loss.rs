@@ -17,11 +17,15 @@
 //! - after a clean shutdown, `strata log verify` passes (indexes, time
 //!   indexes, checkpoints, snapshots agree with the log).
 //!
-//! CI runs `STRATA_POWER_LOSS_CRASHES` crash points (default 150: seeds 1
-//! to 3) ; set it higher (and `STRATA_POWER_LOSS_SEED` to start from
-//! another seed) for a soak. Open finding (issue 13): seed 4 finds a gap
-//! in the plain log after truncations and a power loss, so the default
-//! stays below the 1,000 the issue asks for until it is fixed.
+//! CI runs `STRATA_POWER_LOSS_CRASHES` crash points (default 1,000: seeds
+//! 1 to about 20, some 15 s); set it higher (and `STRATA_POWER_LOSS_SEED`
+//! to start from another seed) for a soak. What it found so far, each
+//! fixed in the engine: a roll's new segment durable before the old
+//! segment's tail; a truncation's renames undone around a kept truncation;
+//! a truncation's renames kept in part (a hole: they now go top down); an
+//! empty segment deleted and not recreated (no segment left: the log
+//! restarted at its checkpointed start); a deleted producer snapshot of a
+//! truncated tail brought back (it now goes before the directory fsync).
 //! `STRATA_POWER_LOSS_TRACE=1` prints every step and every power loss's
 //! choices; `STRATA_POWER_LOSS_KEEP=DIR` copies a failing tree there.
 
@@ -411,17 +415,21 @@ impl Run {
                 let tag = self.rng.gen();
                 let mut batch =
                     client_batch(self.model.producer, self.model.sequence, records, now, tag);
-                let info = plain
-                    .append_as_leader(&mut batch, LeaderEpoch(0))
-                    .map_err(|x| e(&x))?;
-                self.model.sequence += records as i32;
-                plain.update_high_watermark(plain.log_end_offset());
-                let base = info.first_offset.0;
+                let end = plain.log_end_offset().0;
+                let appended = plain.append_as_leader(&mut batch, LeaderEpoch(0));
+                // Even a failed append (the power went mid-append) may
+                // have written the batch, stamped with its offsets, to the
+                // page cache, and a power loss may keep it: a batch the
+                // workload wrote at that offset, just not acknowledged.
+                let base = appended.as_ref().map_or(end, |info| info.first_offset.0);
                 self.model
                     .versions
                     .entry(base)
                     .or_default()
                     .push(batch.clone());
+                appended.map_err(|x| e(&x))?;
+                self.model.sequence += records as i32;
+                plain.update_high_watermark(plain.log_end_offset());
                 if durable {
                     self.model.durable.insert(base, batch);
                 }
@@ -520,7 +528,31 @@ impl Run {
         let mut steps = 0;
         while !sim.crashed() && steps < 400 {
             steps += 1;
-            if let Err(err) = self.step(&mgr, &plain, &compact, &mut cleaner) {
+            let r = self.step(&mgr, &plain, &compact, &mut cleaner);
+            if std::env::var_os("STRATA_POWER_LOSS_TRACE").is_some() {
+                // Listed behind the simulator's back: a seam call here
+                // would move the power loss.
+                let mut files: Vec<String> = std::fs::read_dir(self.root.join("data/plain-0"))
+                    .unwrap()
+                    .map(|e| {
+                        let e = e.unwrap();
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        format!(
+                            "{} {}",
+                            name.trim_start_matches('0'),
+                            e.metadata().unwrap().len()
+                        )
+                    })
+                    .filter(|f| f.contains(".log"))
+                    .collect();
+                files.sort();
+                eprintln!(
+                    "  -> {r:?} plain {}..{} {files:?}",
+                    plain.log_start_offset().0,
+                    plain.log_end_offset().0
+                );
+            }
+            if let Err(err) = r {
                 if !sim.crashed() {
                     panic!(
                         "seed {}: {context}: step {steps} failed before the power loss: {err}",
@@ -560,7 +592,7 @@ fn durable_appends_survive_power_loss_at_random_operations() {
     let crashes: u64 = std::env::var("STRATA_POWER_LOSS_CRASHES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(150);
+        .unwrap_or(1000);
     let first_seed: u64 = std::env::var("STRATA_POWER_LOSS_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
