@@ -403,14 +403,14 @@ impl IndexFile {
         self.resize(self.entries * self.entry_size)
     }
 
-    /// msync the mapping, then fsync the file through the seam (Kafka
-    /// `flush`, `MappedByteBuffer.force`), so the seam sees the point where
-    /// the entries become durable.
+    /// msync the mapping (Kafka `flush`, `MappedByteBuffer.force`), then
+    /// tell the seam, so that it sees the point where the entries become
+    /// durable (no second system call in production).
     pub(crate) fn flush(&self) -> Result<(), IndexError> {
         match &self.map {
             Map::Rw(m) => m
                 .flush()
-                .and_then(|()| self.fs.sync(&self.file, &self.path))
+                .and_then(|()| self.fs.sync_mapped(&self.file, &self.path))
                 .map_err(|e| IndexError::io(&self.path, IndexOp::Flush, e)),
             Map::Ro(_) => Ok(()),
         }
