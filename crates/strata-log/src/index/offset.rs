@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::search::{search, warm_entries, Bound};
+use super::search::{entries_below, search, warm_entries, Bound};
 use super::{IndexError, IndexFile};
 use crate::codec::index::{IndexSlot, OffsetSlot};
 use crate::fs::SharedFs;
@@ -186,19 +186,10 @@ impl OffsetIndex {
     /// Remove every entry with offset `>= offset`. Truncating past the end
     /// changes nothing.
     pub fn truncate_to(&mut self, offset: Offset) -> Result<(), IndexError> {
-        let slot = search(
-            self.file.entries(),
-            WARM,
-            offset.get(),
-            Bound::LargestLower,
-            |n| self.offset_at(n).get(),
-        );
-        let new_entries = match slot {
-            None => 0,
-            Some(n) if self.offset_at(n) == offset => n,
-            Some(n) => n + 1,
-        };
-        self.truncate_to_entries(new_entries);
+        let keep = entries_below(self.file.entries(), WARM, offset.get(), |n| {
+            self.offset_at(n).get()
+        });
+        self.truncate_to_entries(keep);
         Ok(())
     }
 

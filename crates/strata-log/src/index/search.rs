@@ -31,6 +31,22 @@ pub(crate) enum Bound {
     SmallestUpper,
 }
 
+/// How many of `entries` slots, sorted by the offset `offset_at(slot)`, a
+/// truncation to `offset` keeps (Kafka `truncateTo` of the offset and time
+/// indexes alike): every slot below `offset`, none at or above it.
+pub(crate) fn entries_below(
+    entries: usize,
+    warm: usize,
+    offset: i64,
+    offset_at: impl Fn(usize) -> i64,
+) -> usize {
+    match search(entries, warm, offset, Bound::LargestLower, &offset_at) {
+        None => 0,
+        Some(n) if offset_at(n) == offset => n,
+        Some(n) => n + 1,
+    }
+}
+
 /// Search `entries` slots, sorted by `value(slot)`, for `target`.
 ///
 /// Returns `None` when no slot satisfies the bound (an empty index, a target
