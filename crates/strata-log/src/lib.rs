@@ -64,7 +64,10 @@ pub use log::{
     AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, SegmentInfo,
     TimestampAndOffset,
 };
-pub use manager::{LoadFilter, LogDirInfo, LogManager, LogManagerConfig, TopicConfigProvider};
+pub use manager::{
+    LoadFilter, LogDirInfo, LogManager, LogManagerConfig, RetentionRound, RetentionSchedule,
+    TopicConfigProvider, DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+};
 pub use segment::Segment;
 pub use types::{
     LeaderEpoch, Offset, Position, ProducerEpoch, ProducerId, RelativeOffset, Timestamp,

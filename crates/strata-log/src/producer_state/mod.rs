@@ -43,8 +43,8 @@ mod snapshot;
 
 pub use append::{in_sequence, AppendOrigin, ProducerAppendInfo, ProducerUpdates};
 pub use entry::{
-    decrement_sequence, BatchMetadata, CompletedTxn, ProducerStateEntry, TxnMetadata, NO_SEQUENCE,
-    NUM_BATCHES_TO_RETAIN,
+    decrement_sequence, BatchMetadata, CompletedTxn, LastRecord, ProducerStateEntry, TxnMetadata,
+    NO_SEQUENCE, NUM_BATCHES_TO_RETAIN,
 };
 pub use error::{ProducerStateError, SequenceFault, SnapshotCorruption};
 pub use manager::{list_snapshot_files, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS};

@@ -20,8 +20,11 @@ use crate::codec::checkpoint::{decode_offset_entry, encode_offset_checkpoint};
 use crate::fs::{write_atomically, FileSystem, OpenMode, SharedFs};
 use crate::types::{Offset, TopicPartition};
 
+mod cleaner;
+
 pub use crate::codec::checkpoint::{encode_checkpoint, CHECKPOINT_VERSION};
 pub(crate) use crate::codec::java_text::{java_lines, parse_java_int};
+pub use cleaner::CleanerCheckpoints;
 
 /// Errors reading or writing a checkpoint file.
 #[derive(Debug, Error)]
@@ -87,6 +90,18 @@ pub fn read_checkpoint<T>(
 }
 
 impl CheckpointError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            CheckpointError::Io { path, .. }
+            | CheckpointError::InvalidUtf8 { path }
+            | CheckpointError::UnsupportedVersion { path, .. }
+            | CheckpointError::MalformedLine { path, .. }
+            | CheckpointError::NegativeCount { path, .. }
+            | CheckpointError::CountMismatch { path, .. } => path,
+        }
+    }
+
     /// The reader's error for a file at `path` whose text is malformed.
     pub fn at(path: &Path, e: CheckpointFormatError) -> CheckpointError {
         let path = path.to_path_buf();
