@@ -7,6 +7,11 @@
 //! framing with other entry lines. A malformed file is an error, never a
 //! guess: each way of being malformed is its own [`CheckpointError`] variant
 //! carrying the path and, where there is one, the 1-based line number.
+//!
+//! `cleaner` holds [`CleanerCheckpoints`], the cleaner's
+//! `cleaner-offset-checkpoint` with its process-wide update lock; it lives
+//! here, below both, because the cleaner writes it and `Log` lowers it
+//! after a truncation.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -22,7 +27,7 @@ use crate::types::{Offset, TopicPartition};
 
 mod cleaner;
 
-pub use crate::codec::checkpoint::{encode_checkpoint, CHECKPOINT_VERSION};
+pub use crate::codec::checkpoint::CHECKPOINT_VERSION;
 pub(crate) use crate::codec::java_text::{java_lines, parse_java_int};
 pub use cleaner::CleanerCheckpoints;
 

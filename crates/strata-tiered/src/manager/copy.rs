@@ -14,7 +14,7 @@
 
 use std::sync::atomic::Ordering;
 
-use strata_log::leader_epoch::LeaderEpochCache;
+use strata_log::LeaderEpochCache;
 use strata_log::{format, LeaderEpoch, Offset, TopicPartition};
 
 use super::{RemoteLogManager, TieredPartition};
