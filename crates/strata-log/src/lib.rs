@@ -84,20 +84,21 @@ pub use error::{ErrorChain, LogError};
 pub use index::{
     AbortedTxn, IndexError, IndexOp, OffsetIndex, OffsetPosition, TimeIndex, TransactionIndex,
 };
-pub use leader_epoch::LeaderEpochCache;
+pub use leader_epoch::{LeaderEpochCache, LeaderEpochError};
 pub use loader::{LoadParams, RecoveryStats};
 pub use log::{
-    AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, SegmentInfo,
-    TimestampAndOffset,
+    AppendHook, DirHealth, FetchData, FileSlice, Log, LogAppendInfo, ReadBound, RetentionGate,
+    SegmentInfo, TimestampAndOffset,
 };
 pub use manager::{
     LoadFilter, LogDirInfo, LogManager, LogManagerConfig, RetentionRound, RetentionSchedule,
     TopicConfigProvider, DEFAULT_RETENTION_CHECK_INTERVAL_MS,
 };
-pub use metadata::{uuid_to_kafka_string, MetaProperties, PartitionMetadata};
+pub use metadata::{uuid_to_kafka_string, MetaProperties, MetadataError, PartitionMetadata};
 pub use producer_state::{
-    read_snapshot, write_snapshot, AppendOrigin, CompletedTxn, ProducerStateError,
-    ProducerStateManager, ProducerUpdates, SequenceFault, SnapshotCorruption,
+    read_snapshot, write_snapshot, AppendOrigin, CompletedTxn, ProducerAppendInfo,
+    ProducerStateEntry, ProducerStateError, ProducerStateManager, ProducerUpdates, SequenceFault,
+    SnapshotCorruption,
 };
 pub use segment::Segment;
 pub use types::{

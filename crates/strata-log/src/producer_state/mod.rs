@@ -41,7 +41,7 @@ mod manager;
 mod rebuild;
 mod snapshot;
 
-pub use append::{AppendOrigin, ProducerUpdates};
+pub use append::{AppendOrigin, ProducerAppendInfo, ProducerUpdates};
 pub use entry::{CompletedTxn, LastRecord, ProducerStateEntry};
 pub use error::{ProducerStateError, SequenceFault, SnapshotCorruption};
 pub use manager::{ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
