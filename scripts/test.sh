@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command for Strata (README; CI runs exactly this via .ci/run):
 #   1. install test dependencies (scripts/install-test-deps.sh; fast when already there)
-#   2. cargo fmt --check
+#   2. cargo fmt --check, then no import loop between the top-level modules of the
+#      engine, tiered and broker crates (scripts/check-import-loops.py)
 #   3. cargo clippy on every target, warnings denied
 #   4. one optimized build of the workspace with debug assertions and overflow checks on,
 #      shared by the Rust tests and the broker binary the client tests start
@@ -47,6 +48,8 @@ step() {
 
 step deps scripts/install-test-deps.sh
 step fmt cargo fmt --all -- --check
+step import-loops python3 scripts/check-import-loops.py crates/strata-log crates/strata-tiered \
+  crates/strata-broker
 step clippy cargo clippy --workspace --all-targets -- -D warnings
 step build cargo build --workspace --release --bins
 step rust-tests cargo test --workspace --release

@@ -13,12 +13,12 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use strata_log::checkpoint::OffsetCheckpointFile;
+use strata_log::OffsetCheckpointFile;
 use strata_log::codec::checkpoint::{decode_offset_checkpoint, encode_offset_checkpoint};
 use strata_log::codec::leader_epoch;
 use strata_log::format::{LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT};
-use strata_log::leader_epoch::LeaderEpochCache;
-use strata_log::metadata::PartitionMetadata;
+use strata_log::LeaderEpochCache;
+use strata_log::PartitionMetadata;
 use strata_log::fs::{SharedFs, StdFs};
 use strata_log::Offset;
 

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use strata_log::codec::index::{self as codec, IndexSlot, OffsetSlot, TimeSlot};
 use strata_log::codec::txn::decode_records;
-use strata_log::index::{
+use strata_log::{
     AbortedTxn, IndexError, OffsetIndex, OffsetPosition, TimeIndex, TransactionIndex,
 };
 use strata_log::fs::{SharedFs, StdFs};

@@ -15,11 +15,10 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use strata_log::codec::snapshot::{decode_snapshot, encode_snapshot, stamp_crc};
-use strata_log::producer_state::{
-    read_snapshot, write_snapshot, ProducerSnapshotEntry, ProducerStateManager,
-    SNAPSHOT_HEADER_SIZE,
+use strata_log::codec::snapshot::{
+    decode_snapshot, encode_snapshot, stamp_crc, ProducerSnapshotEntry, SNAPSHOT_HEADER_SIZE,
 };
+use strata_log::{read_snapshot, write_snapshot, ProducerStateManager};
 use strata_log::fs::{SharedFs, StdFs};
 use strata_log::{Offset, TopicPartition};
 

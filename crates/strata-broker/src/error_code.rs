@@ -16,8 +16,8 @@
 
 use kafka_protocol::error::ResponseError;
 use strata_log::batch::ErrorClass;
-use strata_log::producer_state::ProducerStateError;
 use strata_log::LogError;
+use strata_log::ProducerStateError;
 use strata_tiered::TieredError;
 
 use crate::api_error::ApiError;
@@ -190,7 +190,7 @@ mod tests {
     use std::path::PathBuf;
 
     use strata_log::batch::BatchError;
-    use strata_log::index::IndexError;
+    use strata_log::IndexError;
     use strata_log::{Offset, Timestamp, TopicPartition};
     use strata_tiered::{MetadataError, RemoteStorageError};
 
@@ -326,7 +326,7 @@ mod tests {
 
     #[test]
     fn producer_state_errors_map_to_kafka_codes() {
-        use strata_log::producer_state::SequenceFault;
+        use strata_log::SequenceFault;
         use strata_log::{ProducerEpoch, ProducerId};
         let wrap = |source| LogError::ProducerState { tp: tp(), source };
         let epoch = wrap(ProducerStateError::InvalidProducerEpoch {

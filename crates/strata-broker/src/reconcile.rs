@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use strata_log::metadata::PartitionMetadata;
+use strata_log::PartitionMetadata;
 use strata_log::{LoadFilter, LogManager, TopicPartition};
 use uuid::Uuid;
 

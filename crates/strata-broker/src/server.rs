@@ -260,7 +260,7 @@ fn open_storage(
 /// has one (a store lost while its log dirs survived).
 fn cluster_id_from_log_dirs(dirs: &[std::path::PathBuf]) -> Option<String> {
     dirs.iter().find_map(|dir| {
-        match strata_log::metadata::MetaProperties::read(dir) {
+        match strata_log::MetaProperties::read(dir) {
             Ok(meta) => meta?.cluster_id,
             Err(error) => {
                 tracing::warn!(dir = %dir.display(), error = %strata_log::ErrorChain(&error), "unreadable meta.properties");

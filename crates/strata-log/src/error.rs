@@ -170,9 +170,6 @@ impl std::fmt::Display for ErrorChain<'_> {
     }
 }
 
-/// `Result` with [`LogError`].
-pub type Result<T, E = LogError> = std::result::Result<T, E>;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -305,12 +305,14 @@ pub fn write_clean_shutdown_marker(
 }
 
 /// Whether `<log_dir>/.kafka_cleanshutdown` exists.
+#[cfg(test)]
 pub fn clean_shutdown_marker_exists(log_dir: &Path) -> bool {
     log_dir.join(CLEAN_SHUTDOWN_MARKER).exists()
 }
 
 /// The broker epoch recorded in the marker, if it exists and parses
 /// (unknown fields are ignored; any problem gives `None`, as in Kafka).
+#[cfg(test)]
 pub fn read_clean_shutdown_marker(log_dir: &Path) -> Option<i64> {
     let text = fs::read(log_dir.join(CLEAN_SHUTDOWN_MARKER)).ok()?;
     let value: serde_json::Value = serde_json::from_slice(&text).ok()?;

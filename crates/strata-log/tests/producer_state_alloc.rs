@@ -8,7 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use strata_log::batch::{BatchBuilder, BatchView};
-use strata_log::producer_state::{AppendOrigin, ProducerStateManager, ProducerUpdates};
+use strata_log::{AppendOrigin, ProducerStateManager, ProducerUpdates};
 use strata_log::{Offset, ProducerEpoch, ProducerId, Timestamp, TopicPartition};
 use tempfile::TempDir;
 

@@ -22,8 +22,9 @@
 //! - [`bridge`]: the one crossing from synchronous callers to the async
 //!   object store.
 //! - [`manager`]: [`RemoteLogManager`], the broker's remote tier: tiered
-//!   partitions, task scheduling, the local-retention gate.
-//! - [`tasks`]: copy and expiration runs, their pure plans, bounded pools.
+//!   partitions, task scheduling, the copy and expiration runs, the
+//!   local-retention gate.
+//! - [`tasks`]: the pure plans of the copy and expiration runs, bounded pools.
 //! - [`read`]: remote fetch and ListOffsets lookups.
 //! - [`index_cache`]: remote offset/time indexes cached on local disk.
 //! - [`validate`]: tiered-storage topic-config rules (Kafka's messages).

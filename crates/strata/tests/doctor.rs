@@ -14,7 +14,7 @@ use std::sync::Arc;
 use common::*;
 use serde_json::Value;
 use strata_log::batch::BatchBuilder;
-use strata_log::checkpoint::OffsetCheckpointFile;
+use strata_log::OffsetCheckpointFile;
 use strata_log::{
     CleanupPolicy, DirHealth, LoadParams, Log, LogConfig, MockClock, Offset, Timestamp,
     TopicPartition,

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use strata_log::index::AbortedTxn;
+use strata_log::AbortedTxn;
 use strata_log::{Offset, ProducerId};
 
 /// (offset, position) pairs of an `.index` file, decoded independently.

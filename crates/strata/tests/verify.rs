@@ -460,7 +460,7 @@ fn write_topic_store(log_dir: &Path, topic: &str, id: uuid::Uuid) {
 
 #[test]
 fn partition_metadata_topic_id_must_match_the_topic_store() {
-    use strata_log::metadata::{uuid_to_kafka_string, PartitionMetadata};
+    use strata_log::{uuid_to_kafka_string, PartitionMetadata};
     let tmp = tempfile::tempdir().unwrap();
     let dir = write_strata_partition(tmp.path(), "orders", 10, 3, 300, 1 << 20);
     let ours = uuid::Uuid::from_u128(0x0fed_cba9_8765_4321_0fed_cba9_8765_4321);

@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::common::*;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::{DeleteTopicsRequest, FetchResponse, MetadataResponse};
-use strata_log::metadata::MetaProperties;
+use strata_log::MetaProperties;
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
 const LEADER_NOT_AVAILABLE: i16 = 5;

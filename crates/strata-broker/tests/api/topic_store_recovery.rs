@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::common::*;
 use kafka_protocol::messages::FetchResponse;
-use strata_log::metadata::PartitionMetadata;
+use strata_log::PartitionMetadata;
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
 const LEADER_NOT_AVAILABLE: i16 = 5;

@@ -36,6 +36,7 @@
 //! - [`compression`]: bounded codecs; [`varint`]: Kafka's zig-zag varints.
 //! - `error`: [`BatchError`] and its Kafka [`ErrorClass`].
 
+pub use crate::codec::crc32c;
 use crate::codec::{be_i16, be_i32, be_i64};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
@@ -159,16 +160,6 @@ impl TimestampType {
             TimestampType::LogAppendTime => "LogAppendTime",
         }
     }
-}
-
-/// CRC-32C (Castagnoli) as Java's `java.util.zip.CRC32C` computes it.
-///
-/// Uses carry-less-multiply folding (PCLMULQDQ, VPCLMULQDQ with AVX-512
-/// where the CPU has it, chosen at run time), about 2.4x faster on a 16 KiB
-/// batch than the SSE4.2 `crc32` instruction loop; every batch the leader
-/// and followers append is checked with it.
-pub fn crc32c(bytes: &[u8]) -> u32 {
-    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
 }
 
 /// `baseSequence + delta`, wrapping past `i32::MAX` to 0 as Kafka's `incrementSequence` does.

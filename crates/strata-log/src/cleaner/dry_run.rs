@@ -13,12 +13,12 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::checkpoint::CleanerCheckpoints;
 use super::filter::{control_type, filter_chunk, FilterContext};
 use super::offset_map::{OffsetMap, BYTES_PER_ENTRY};
 use super::producers::scan_producers;
 use super::txn::{collect_aborted, CleanedTxnMetadata};
 use crate::batch::{BatchScanner, BatchView, MAGIC_V2};
+use crate::checkpoint::CleanerCheckpoints;
 use crate::format;
 use crate::types::{Offset, TopicPartition};
 

@@ -18,20 +18,13 @@ use crate::batch::{
     build_empty_batch_like, BatchBuilder, BatchError, BatchScanner, BatchView, BuildError,
     ControlRecordType, Record, RecordHeader, TimestampType, MAGIC_V2, MAX_TIMESTAMP_POS,
 };
-use crate::types::{Offset, ProducerEpoch, ProducerId, Timestamp};
+use crate::producer_state::LastRecord;
+use crate::types::{Offset, ProducerId, Timestamp};
 
 use super::offset_map::{OffsetMap, HASH_SIZE};
 use super::records::{splice_batch, walk_records, WalkedRecord};
 use super::superseded::Superseded;
 use super::txn::CleanedTxnMetadata;
-
-/// What producer state says about a producer (Kafka `LastRecord`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LastRecord {
-    /// Last offset of the producer's last data batch, if it has one.
-    pub last_data_offset: Option<Offset>,
-    pub producer_epoch: ProducerEpoch,
-}
 
 /// Kafka `BatchRetention`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

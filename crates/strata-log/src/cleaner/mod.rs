@@ -16,7 +16,8 @@
 //!   through `Log::replace_with_cleaned` (`log/compaction.rs`), in passes.
 //! - `producers`: the last batch of every producer (kept even when emptied).
 //! - `config`: [`CleanerConfig`], the `log.cleaner.*` table.
-//! - `checkpoint`: `cleaner-offset-checkpoint` in each log dir.
+//! - [`CleanerCheckpoints`]: `cleaner-offset-checkpoint` in each log dir, kept
+//!   in `crate::checkpoint` because truncating a log lowers it.
 //! - `throttle`: `log.cleaner.io.max.bytes.per.second`.
 //! - `service`: [`LogCleaner`], the `log.cleaner.threads` named threads, the
 //!   per-partition state with retry backoff, and [`CompactionStatus`].
@@ -28,7 +29,6 @@
 //! seam ([`crate::fs::FileSystem`]); tests inject errors there (see
 //! [`crate::fs::FaultFs`]) to fail at the N-th operation and reopen the log.
 
-mod checkpoint;
 mod clean;
 mod config;
 mod dry_run;
@@ -52,13 +52,12 @@ use crate::error::LogError;
 use crate::index::IndexError;
 use crate::types::TopicPartition;
 
-pub use checkpoint::CleanerCheckpoints;
+pub use crate::checkpoint::CleanerCheckpoints;
+pub use crate::producer_state::LastRecord;
 pub use clean::{CleanOutcome, CleanStats, Cleaner};
 pub use config::CleanerConfig;
 pub use dry_run::{dry_run, DryRunError, DryRunReport};
-pub use filter::{
-    filter_chunk, BatchRetention, ChunkResult, FilterContext, FilterFault, LastRecord,
-};
+pub use filter::{filter_chunk, BatchRetention, ChunkResult, FilterContext, FilterFault};
 pub use offset_map::{MapFull, OffsetMap, BYTES_PER_ENTRY, HASH_SIZE};
 pub use policy::{
     choose_filthiest, cleanable, group_segments_by_size, Cleanable, CleanerLogSnapshot,
@@ -68,7 +67,8 @@ pub use producers::{
     active_producers, active_producers_and_records, scan_producers, scan_producers_counting,
 };
 pub use service::{
-    compaction_status, CleanerFailure, CompactionStatus, LogCleaner, PartitionCleanerState,
+    compaction_status, CleanerFailure, CleanerOwner, CompactionStatus, LogCleaner,
+    PartitionCleanerState,
 };
 pub use snapshot::cleaner_snapshot;
 pub use superseded::Superseded;
@@ -140,6 +140,15 @@ pub enum CleanerError {
         tp: TopicPartition,
         reason: AbortReason,
     },
+}
+
+impl From<CheckpointError> for CleanerError {
+    fn from(source: CheckpointError) -> CleanerError {
+        CleanerError::Checkpoint {
+            path: source.path().to_path_buf(),
+            source: Box::new(source),
+        }
+    }
 }
 
 impl CleanerError {

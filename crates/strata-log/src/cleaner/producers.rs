@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use super::filter::LastRecord;
 use crate::batch::{BatchScanner, BatchView, MAGIC_V2};
+use crate::producer_state::LastRecord;
 use crate::types::{Offset, ProducerId};
 
 const CHUNK: usize = 1 << 20;

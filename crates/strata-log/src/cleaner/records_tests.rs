@@ -6,10 +6,11 @@ use std::collections::HashMap;
 
 use crate::batch::{BatchBuilder, Compression, RecordHeader};
 use crate::batch::{BatchScanner, BatchView};
-use crate::cleaner::filter::{filter_chunk, FilterContext, LastRecord, EXACT_ONLY};
+use crate::cleaner::filter::{filter_chunk, FilterContext, EXACT_ONLY};
 use crate::cleaner::offset_map::OffsetMap;
 use crate::cleaner::superseded::Superseded;
 use crate::cleaner::txn::CleanedTxnMetadata;
+use crate::producer_state::LastRecord;
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
 struct Rng(u64);

@@ -20,14 +20,13 @@ use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::checkpoint::CleanerCheckpoints;
 use super::clean::{CleanOutcome, Cleaner};
 use super::policy::{choose_filthiest, cleanable, Cleanable, CompactionSettings};
 use super::snapshot::cleaner_snapshot;
 use super::{AbortReason, CleanerConfig, CleanerError};
+use crate::checkpoint::CleanerCheckpoints;
 use crate::clock::SharedClock;
 use crate::log::Log;
-use crate::manager::LogManager;
 use crate::types::TopicPartition;
 
 /// The last failed cleaning of a partition.
@@ -118,6 +117,16 @@ struct Shared {
     in_progress: Mutex<HashSet<TopicPartition>>,
     stop: Arc<AtomicBool>,
     wake: (Mutex<bool>, Condvar),
+}
+
+/// What the cleaner threads need from the owner of a [`LogCleaner`] (the
+/// [`crate::LogManager`]): the cleaner itself and the logs to choose from.
+/// The threads hold the owner weakly and stop once it is dropped.
+pub trait CleanerOwner: Send + Sync + 'static {
+    /// The owner's cleaner.
+    fn log_cleaner(&self) -> &LogCleaner;
+    /// Every log the cleaner may choose from, online or not.
+    fn logs_to_clean(&self) -> Vec<Arc<Log>>;
 }
 
 /// The cleaner of one log manager. Share as part of the manager.
@@ -346,9 +355,9 @@ impl LogCleaner {
     }
 
     /// Start `log.cleaner.threads` threads named `strata-log-cleaner-<i>`
-    /// cleaning `manager`'s logs until [`Self::shutdown`]. A no-op when
+    /// cleaning `owner`'s logs until [`Self::shutdown`]. A no-op when
     /// disabled, already started, or a worker cannot be built.
-    pub fn start(&self, manager: &Arc<LogManager>) {
+    pub fn start<O: CleanerOwner>(&self, owner: &Arc<O>) {
         let cfg = self.config();
         let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         if !cfg.enable || !threads.is_empty() {
@@ -362,7 +371,7 @@ impl LogCleaner {
                     return;
                 }
             };
-            let mgr: Weak<LogManager> = Arc::downgrade(manager);
+            let owner: Weak<O> = Arc::downgrade(owner);
             let shared = self.shared.clone();
             let backoff = Duration::from_millis(cfg.backoff_ms.max(0) as u64);
             let handle = std::thread::Builder::new()
@@ -371,10 +380,10 @@ impl LogCleaner {
                     if shared.stop.load(Ordering::Acquire) {
                         return;
                     }
-                    let Some(m) = mgr.upgrade() else { return };
-                    let logs = m.all_logs();
+                    let Some(m) = owner.upgrade() else { return };
+                    let logs = m.logs_to_clean();
                     let round = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        m.cleaner().clean_filthiest(&mut worker, &logs)
+                        m.log_cleaner().clean_filthiest(&mut worker, &logs)
                     }));
                     drop(m);
                     let idle = match round {
@@ -420,13 +429,6 @@ impl LogCleaner {
         for h in handles {
             let _ = h.join();
         }
-    }
-}
-
-impl LogManager {
-    /// The manager's log cleaner.
-    pub fn cleaner(&self) -> &LogCleaner {
-        &self.cleaner
     }
 }
 

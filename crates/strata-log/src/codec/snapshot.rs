@@ -6,8 +6,7 @@
 
 use std::fmt;
 
-use super::{be_i16, be_i32, be_i64};
-use crate::batch::crc32c;
+use super::{be_i16, be_i32, be_i64, crc32c};
 use crate::types::{Offset, ProducerEpoch, ProducerId, Timestamp};
 
 /// The only snapshot version Kafka reads and writes.

@@ -23,9 +23,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::Log;
-use crate::cleaner::LastRecord;
 use crate::error::LogError;
 use crate::format::{self, CLEANED_SUFFIX, SWAP_SUFFIX};
+use crate::producer_state::LastRecord;
 use crate::segment::Segment;
 use crate::types::ProducerId;
 
@@ -63,7 +63,7 @@ impl Log {
         let Some(active) = self.snapshot().last().map(|s| s.base_offset()) else {
             return;
         };
-        let ckpt = crate::cleaner::CleanerCheckpoints::for_partition_dir(&self.fs, &self.dir());
+        let ckpt = crate::checkpoint::CleanerCheckpoints::for_partition_dir(&self.fs, &self.dir());
         if let Err(e) = ckpt.maybe_truncate(&self.tp, active) {
             tracing::warn!(tp = %self.tp, error = %crate::ErrorChain(&e), "cannot lower the cleaner checkpoint after truncation");
         }

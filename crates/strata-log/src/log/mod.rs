@@ -39,9 +39,7 @@ use crate::segment::{EpochSink, Segment};
 use crate::types::{LeaderEpoch, Offset, Timestamp, TopicPartition};
 
 pub use crate::loader::{LoadParams, RecoveryStats};
-pub use producers::PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS;
 pub use read::{FetchData, FileSlice, ReadBound, TimestampAndOffset};
-pub use retention::RetentionOutcome;
 
 /// What one append did (Kafka `LogAppendInfo`).
 #[derive(Clone, Debug, PartialEq, Eq)]

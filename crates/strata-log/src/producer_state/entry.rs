@@ -29,6 +29,15 @@ pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
     }
 }
 
+/// What producer state says about a producer, for the cleaner (Kafka
+/// `LastRecord`): it keeps each such batch at least as an empty header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LastRecord {
+    /// Last offset of the producer's last data batch, if it has one.
+    pub last_data_offset: Option<Offset>,
+    pub producer_epoch: ProducerEpoch,
+}
+
 /// One retained data batch of a producer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BatchMetadata {

@@ -17,7 +17,8 @@ use super::append::{AppendOrigin, ProducerAppendInfo, ProducerUpdates};
 use super::entry::{BatchMetadata, CompletedTxn, ProducerStateEntry, TxnMetadata};
 use super::error::ProducerStateError;
 use super::hash::ProducerIdHasher;
-use super::snapshot::{read_snapshot, write_snapshot, ProducerSnapshotEntry};
+use super::snapshot::{read_snapshot, write_snapshot};
+use crate::codec::snapshot::ProducerSnapshotEntry;
 
 /// Kafka's default `producer.id.expiration.ms` (one day).
 pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;

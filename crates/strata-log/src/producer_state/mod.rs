@@ -41,18 +41,12 @@ mod manager;
 mod rebuild;
 mod snapshot;
 
-pub use append::{in_sequence, AppendOrigin, ProducerAppendInfo, ProducerUpdates};
-pub use entry::{
-    decrement_sequence, BatchMetadata, CompletedTxn, ProducerStateEntry, TxnMetadata, NO_SEQUENCE,
-    NUM_BATCHES_TO_RETAIN,
-};
+pub use append::{AppendOrigin, ProducerAppendInfo, ProducerUpdates};
+pub use entry::{CompletedTxn, LastRecord, ProducerStateEntry};
 pub use error::{ProducerStateError, SequenceFault, SnapshotCorruption};
-pub use manager::{list_snapshot_files, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
+pub use manager::{ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS};
 pub use rebuild::BatchSink;
-pub use snapshot::{
-    decode_snapshot, encode_snapshot, flush_snapshot, read_snapshot, write_snapshot,
-    ProducerSnapshotEntry, SNAPSHOT_ENTRY_SIZE, SNAPSHOT_HEADER_SIZE, SNAPSHOT_VERSION,
-};
+pub use snapshot::{read_snapshot, write_snapshot};
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,6 @@
 //! I/O and the conversion to and from [`ProducerStateEntry`].
 
 use std::fs;
-use std::io;
 use std::path::Path;
 
 use crate::fs::{FileSystem, OpenMode};
@@ -15,10 +14,7 @@ use crate::types::Offset;
 use super::entry::{BatchMetadata, ProducerStateEntry};
 use super::error::ProducerStateError;
 
-pub use crate::codec::snapshot::{
-    decode_snapshot, encode_snapshot, ProducerSnapshotEntry, SNAPSHOT_ENTRY_SIZE,
-    SNAPSHOT_HEADER_SIZE, SNAPSHOT_VERSION,
-};
+use crate::codec::snapshot::{decode_snapshot, encode_snapshot, ProducerSnapshotEntry};
 
 impl ProducerSnapshotEntry {
     /// What a snapshot records about `entry` (its newest batch only).
@@ -105,20 +101,4 @@ pub fn write_snapshot(
         crate::fs::fsync_parent(fs, path).map_err(io("fsync directory of producer snapshot"))?;
     }
     Ok(())
-}
-
-/// fsync a snapshot written earlier without `sync` (Kafka
-/// `flushProducerStateSnapshot`, run after a roll). A file deleted meanwhile
-/// is not an error.
-///
-/// # Errors
-/// [`ProducerStateError::Io`].
-pub fn flush_snapshot(fs: &dyn FileSystem, path: &Path) -> Result<(), ProducerStateError> {
-    match fs.open(path, OpenMode::Read) {
-        Ok(file) => fs
-            .sync(&file, path)
-            .map_err(|e| ProducerStateError::io(path, "fsync producer snapshot", e)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(ProducerStateError::io(path, "open producer snapshot", e)),
-    }
 }

@@ -12,8 +12,9 @@
 //!   first when every segment goes, raise the log start offset, drop the
 //!   segments from the list, rename their files `.deleted`, schedule the
 //!   physical delete after `file.delete.delay.ms`.
-//! - [`RetentionSchedule`] runs that for every log of a
-//!   [`crate::LogManager`] every `log.retention.check.interval.ms`.
+//! - [`crate::RetentionSchedule`] (in `manager/retention.rs`) runs that for
+//!   every log of a [`crate::LogManager`] every
+//!   `log.retention.check.interval.ms`.
 //!
 //! # Kafka's rules (UnifiedLog.deleteOldSegments), reproduced by `decide`
 //!
@@ -39,12 +40,8 @@
 //! rolls a new empty active segment at the log end (so the non-empty active
 //! segment itself can expire, as in Kafka).
 
-mod schedule;
-
 use crate::config::LogConfig;
 use crate::types::{Offset, Timestamp};
-
-pub use schedule::{RetentionRound, RetentionSchedule, DEFAULT_RETENTION_CHECK_INTERVAL_MS};
 
 /// Where a segment's largest timestamp came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -28,7 +28,7 @@ mod recover;
 pub(crate) mod scan;
 
 pub use files::IndexFileState;
-pub use recover::{EpochSink, SegmentRecovery, TailCheck};
+pub use recover::{EpochSink, SegmentRecovery};
 pub use scan::BatchSummary;
 
 use std::fs::File;

@@ -10,7 +10,7 @@ use crate::cleaner_util::*;
 use serde_json::Value;
 use strata_log::batch::{build_end_txn_marker, BatchBuilder, EndTransactionMarker};
 use strata_log::cleaner::{Cleaner, CleanerConfig};
-use strata_log::index::{AbortedTxn, TransactionIndex};
+use strata_log::{AbortedTxn, TransactionIndex};
 use strata_log::{Clock, LeaderEpoch, MockClock, Offset, ProducerEpoch, ProducerId, Timestamp};
 
 fn fixtures() -> std::path::PathBuf {

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use strata_log::batch::BatchBuilder;
-use strata_log::producer_state::{ProducerStateError, SequenceFault};
 use strata_log::{
     DirHealth, LeaderEpoch, LoadParams, Log, LogAppendInfo, LogConfig, LogError, MockClock, Offset,
     ProducerEpoch, ProducerId, Timestamp,
 };
+use strata_log::{ProducerStateError, SequenceFault};
 use tempfile::TempDir;
 
 const NOW: i64 = 1_700_000_000_000;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use strata_log::format;
-use strata_log::index::{AbortedTxn, OffsetIndex, TimeIndex, TransactionIndex};
+use strata_log::{AbortedTxn, OffsetIndex, TimeIndex, TransactionIndex};
 use strata_log::{Offset, Position, ProducerId, Timestamp};
 
 fn fixtures() -> PathBuf {

@@ -156,10 +156,10 @@ fn a_failed_index_reservation_is_an_error_and_loses_nothing() {
             .expect_err("the injected fault fails the append");
         match &err {
             LogError::Index {
-                source: strata_log::index::IndexError::Io { path, op, source },
+                source: strata_log::IndexError::Io { path, op, source },
             } => {
                 assert!(path.extension().is_some_and(|e| e == "index"), "{err}");
-                assert_eq!(*op, strata_log::index::IndexOp::Reserve);
+                assert_eq!(*op, strata_log::IndexOp::Reserve);
                 assert_eq!(source.raw_os_error(), Some(expected_code(fault)));
             }
             other => panic!("{fault:?}: {other:?}"),

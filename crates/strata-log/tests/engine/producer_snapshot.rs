@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use strata_log::batch::{BatchBuilder, BatchView};
+use strata_log::codec::snapshot::{decode_snapshot, encode_snapshot, ProducerSnapshotEntry};
 use strata_log::format::snapshot_file;
-use strata_log::producer_state::{
-    decode_snapshot, encode_snapshot, read_snapshot, write_snapshot, AppendOrigin, CompletedTxn,
-    ProducerSnapshotEntry, ProducerStateError, ProducerStateManager, ProducerUpdates,
-    SnapshotCorruption,
+use strata_log::{
+    read_snapshot, write_snapshot, AppendOrigin, CompletedTxn, ProducerStateError,
+    ProducerStateManager, ProducerUpdates, SnapshotCorruption,
 };
 use strata_log::{Offset, ProducerEpoch, ProducerId, Timestamp, TopicPartition};
 use tempfile::TempDir;

@@ -8,8 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::common::*;
-use strata_log::checkpoint::OffsetCheckpointFile;
-use strata_log::retention::{DeletionReason, DEFAULT_RETENTION_CHECK_INTERVAL_MS};
+use strata_log::retention::DeletionReason;
+use strata_log::OffsetCheckpointFile;
+use strata_log::DEFAULT_RETENTION_CHECK_INTERVAL_MS;
 use strata_log::{
     CleanupPolicy, LoadParams, Log, LogConfig, LogError, LogManager, LogManagerConfig, MockClock,
     Offset, ReadBound, SharedClock, TopicPartition,

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::common::*;
-use strata_log::checkpoint::OffsetCheckpointFile;
 use strata_log::format::{delete_dir_name, partition_dir_name};
+use strata_log::OffsetCheckpointFile;
 use strata_log::{
     LoadParams, Log, LogConfig, LogManager, LogManagerConfig, MockClock, Offset, ReadBound,
     SharedClock, TopicPartition,

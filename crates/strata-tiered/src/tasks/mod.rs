@@ -1,8 +1,6 @@
-//! The remote log manager's work: pure plans ([`plan`]), bounded pools
-//! ([`pool`]), and the copy ([`copy`]) and expiration ([`expire`]) runs
-//! that act on them.
+//! The remote log manager's work: pure plans ([`plan`]) and bounded pools
+//! ([`pool`]). The copy and expiration runs that act on them are
+//! `RemoteLogManager` methods in `manager/copy.rs` and `manager/expire.rs`.
 
-pub mod copy;
-pub mod expire;
 pub mod plan;
 pub mod pool;

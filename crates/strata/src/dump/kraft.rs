@@ -128,7 +128,7 @@ impl<'a> Reader<'a> {
 /// Kafka's `Uuid.toString()`: URL-safe base64 without padding.
 fn uuid_string(bytes: &[u8]) -> String {
     let id = uuid::Uuid::from_slice(bytes).unwrap_or_default();
-    strata_log::metadata::uuid_to_kafka_string(&id)
+    strata_log::uuid_to_kafka_string(&id)
 }
 
 fn voters(r: &mut Reader<'_>) -> Result<String, KraftError> {

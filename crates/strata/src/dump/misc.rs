@@ -9,9 +9,10 @@ use std::path::Path;
 
 use super::lines::{SnapshotBatchLine, SnapshotLine, TxnLine};
 use super::{read_or_report, Emitter, Problems};
+use strata_log::codec::snapshot::decode_snapshot;
 use strata_log::codec::txn::{decode_records, ABORTED_TXN_SIZE};
-use strata_log::metadata::PartitionMetadata;
-use strata_log::producer_state::{decode_snapshot, SnapshotCorruption};
+use strata_log::PartitionMetadata;
+use strata_log::SnapshotCorruption;
 
 use crate::read::checkpoint::{read_epoch_checkpoint, read_offset_checkpoint};
 
@@ -155,7 +156,7 @@ pub fn dump_partition_metadata(path: &Path, em: &mut Emitter, problems: &mut Pro
     let text = String::from_utf8_lossy(&bytes);
     match PartitionMetadata::parse(&text, path) {
         Ok(m) => {
-            let id = strata_log::metadata::uuid_to_kafka_string(&m.topic_id);
+            let id = strata_log::uuid_to_kafka_string(&m.topic_id);
             em.line(&format!(
                 "version: {} topicId: {id}",
                 PartitionMetadata::VERSION

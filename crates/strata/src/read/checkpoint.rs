@@ -1,5 +1,5 @@
 //! Checkpoint files, read strictly and read-only through
-//! `strata_log::checkpoint::read_checkpoint`, entries kept in file order.
+//! `strata_log::read_checkpoint`, entries kept in file order.
 //!
 //! Format (`docs/kafka-behaviour.md` §7.1): the framing and entry lines are
 //! decoded by `strata_log::codec::checkpoint` and
@@ -9,13 +9,13 @@
 
 use std::path::Path;
 
-use strata_log::checkpoint::read_checkpoint;
 use strata_log::codec::checkpoint::{decode_offset_entry, CHECKPOINT_VERSION};
 use strata_log::codec::leader_epoch::decode_entry;
+use strata_log::read_checkpoint;
 use strata_log::{Offset, TopicPartition};
 
-pub use strata_log::checkpoint::CheckpointError;
 pub use strata_log::codec::leader_epoch::EpochEntry;
+pub use strata_log::CheckpointError;
 
 /// One `<topic> <partition> <offset>` line.
 #[derive(Clone, Debug, PartialEq, Eq)]

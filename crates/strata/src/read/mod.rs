@@ -13,8 +13,8 @@
 //!
 //! Every format is decoded by `strata_log::codec` (index slots, `.txnindex`
 //! records, checkpoint text) or the library's other pure decoders (producer
-//! snapshots: `strata_log::producer_state::decode_snapshot`;
-//! `partition.metadata`: `strata_log::metadata::PartitionMetadata::parse`),
+//! snapshots: `strata_log::codec::snapshot::decode_snapshot`;
+//! `partition.metadata`: `strata_log::PartitionMetadata::parse`),
 //! the same code the engine runs. These readers only read bytes, with plain
 //! reads: a live broker may truncate a file, which a mapping would turn into
 //! a SIGBUS.

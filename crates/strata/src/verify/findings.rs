@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 use strata_log::batch::BatchError;
-use strata_log::producer_state::SnapshotCorruption;
+use strata_log::SnapshotCorruption;
 
 /// Library errors are reported by their text in JSON (the numbers are in it).
 fn as_text<T: fmt::Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {

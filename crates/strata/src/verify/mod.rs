@@ -232,8 +232,8 @@ pub fn check_topic_id(store: &TopicStore, summary: &PartitionSummary, out: &mut 
             None,
             Problem::TopicIdMismatch {
                 topic: tp.topic.clone(),
-                partition_metadata_id: strata_log::metadata::uuid_to_kafka_string(&id),
-                topic_store_id: strata_log::metadata::uuid_to_kafka_string(&topic.id),
+                partition_metadata_id: strata_log::uuid_to_kafka_string(&id),
+                topic_store_id: strata_log::uuid_to_kafka_string(&topic.id),
                 topic_store: store.path.display().to_string(),
             },
         ));

@@ -10,8 +10,8 @@ use strata_log::format as f;
 use super::findings::{Finding, Problem};
 use super::index::{check_offset_index, check_time_index, check_txn_index};
 use super::segment::check_segment;
-use strata_log::metadata::PartitionMetadata;
-use strata_log::producer_state::decode_snapshot;
+use strata_log::codec::snapshot::decode_snapshot;
+use strata_log::PartitionMetadata;
 
 use crate::read::checkpoint::read_epoch_checkpoint;
 use crate::read::read_all;

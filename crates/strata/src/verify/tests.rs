@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use strata_log::batch::BatchBuilder;
-use strata_log::index::AbortedTxn;
+use strata_log::AbortedTxn;
 use strata_log::{Offset, ProducerId, Timestamp};
 
 use super::findings::{Finding, IndexKind, Problem, Severity};

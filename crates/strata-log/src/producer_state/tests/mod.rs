@@ -6,8 +6,10 @@ use std::path::Path;
 
 use tempfile::TempDir;
 
+use super::entry::{decrement_sequence, NO_SEQUENCE, NUM_BATCHES_TO_RETAIN};
 use super::*;
 use crate::batch::{build_end_txn_marker, BatchBuilder, BatchView, EndTransactionMarker};
+use crate::codec::snapshot::{decode_snapshot, encode_snapshot, ProducerSnapshotEntry};
 use crate::types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp, TopicPartition};
 
 mod rebuild;

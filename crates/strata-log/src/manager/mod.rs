@@ -12,6 +12,8 @@
 //! Each log dir has a [`DirHealth`] latch shared with its logs: the first
 //! I/O error in that dir takes it offline; the other dirs keep working.
 
+mod retention;
+
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::os::unix::io::AsRawFd;
@@ -22,6 +24,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::checkpoint::OffsetCheckpointFile;
+use crate::cleaner::{CleanerOwner, LogCleaner};
 use crate::clock::SharedClock;
 use crate::config::LogConfig;
 use crate::error::LogError;
@@ -31,6 +34,8 @@ use crate::loader::LoadParams;
 use crate::log::{DirHealth, Log};
 use crate::metadata;
 use crate::types::{Offset, TopicPartition};
+
+pub use retention::{RetentionRound, RetentionSchedule, DEFAULT_RETENTION_CHECK_INTERVAL_MS};
 
 /// Broker-level settings of the log manager.
 #[derive(Clone, Debug)]
@@ -119,9 +124,9 @@ pub struct LogManager {
     stop: Arc<(Mutex<bool>, Condvar)>,
     shut_down: AtomicBool,
     /// Retention timing (`log.retention.check.interval.ms`), see `retention`.
-    pub(crate) retention: crate::retention::RetentionSchedule,
+    pub(crate) retention: RetentionSchedule,
     /// The log cleaner (compaction), see `cleaner`.
-    pub(crate) cleaner: crate::cleaner::LogCleaner,
+    pub(crate) cleaner: LogCleaner,
 }
 
 impl std::fmt::Debug for LogManager {
@@ -312,7 +317,7 @@ impl LogManager {
         let now = clock.now_ms();
         Ok(Arc::new(LogManager {
             config,
-            cleaner: crate::cleaner::LogCleaner::new(Default::default(), clock.clone()),
+            cleaner: LogCleaner::new(Default::default(), clock.clone()),
             clock,
             dirs,
             logs: RwLock::new(logs),
@@ -324,7 +329,7 @@ impl LogManager {
             background: Mutex::new(None),
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             shut_down: AtomicBool::new(false),
-            retention: crate::retention::RetentionSchedule::new(now),
+            retention: RetentionSchedule::new(now),
         }))
     }
 
@@ -840,6 +845,23 @@ impl LogManager {
             );
         }
         first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl LogManager {
+    /// The manager's log cleaner.
+    pub fn cleaner(&self) -> &LogCleaner {
+        &self.cleaner
+    }
+}
+
+impl CleanerOwner for LogManager {
+    fn log_cleaner(&self) -> &LogCleaner {
+        &self.cleaner
+    }
+
+    fn logs_to_clean(&self) -> Vec<Arc<Log>> {
+        self.all_logs()
     }
 }
 

@@ -11,7 +11,7 @@
 //! (`cleaner::LogCleaner`), but this schedule still visits every log, so
 //! compacted logs keep their retention when `log.cleaner.enable=false`; a
 //! `compact`-only log gets only the log-start-offset pass
-//! ([`super::decide`]), exactly what Kafka's cleaner would run for it.
+//! ([`crate::retention::decide`]), exactly what Kafka's cleaner would run for it.
 //!
 //! # Locks
 //! `pending` is a leaf lock; no log lock is held while taking it.
@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
+use super::LogManager;
 use crate::log::Log;
-use crate::manager::LogManager;
 
 /// Kafka's `log.retention.check.interval.ms` default.
 pub const DEFAULT_RETENTION_CHECK_INTERVAL_MS: i64 = 300_000;

@@ -13,6 +13,14 @@
 //! `copy_run`, so it never overlaps a copy of the same partition (a copy
 //! finishing mid-expiration would otherwise look abandoned); `copying`
 //! (leaf) lists the segment ids a copy owns right now.
+//!
+//! # Layout
+//!
+//! - `copy`: the copy run (Kafka `RLMCopyTask`) and remote-segment deletion.
+//! - `expire`: the expiration run (Kafka `RLMExpirationTask`).
+
+mod copy;
+mod expire;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;

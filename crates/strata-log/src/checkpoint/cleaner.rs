@@ -17,8 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::CleanerError;
-use crate::checkpoint::OffsetCheckpointFile;
+use super::{CheckpointError, OffsetCheckpointFile};
 use crate::format::CLEANER_OFFSET_CHECKPOINT;
 use crate::fs::SharedFs;
 use crate::types::{Offset, TopicPartition};
@@ -49,44 +48,41 @@ impl CleanerCheckpoints {
         self.file.path().to_path_buf()
     }
 
-    fn err(&self, source: crate::checkpoint::CheckpointError) -> CleanerError {
-        CleanerError::Checkpoint {
-            path: self.path(),
-            source: Box::new(source),
-        }
-    }
-
     /// Every entry (empty when the file does not exist).
     ///
     /// # Errors
-    /// [`CleanerError::Checkpoint`] for an unreadable or malformed file.
-    pub fn read_all(&self) -> Result<BTreeMap<TopicPartition, Offset>, CleanerError> {
+    /// A [`CheckpointError`] for an unreadable or malformed file.
+    pub fn read_all(&self) -> Result<BTreeMap<TopicPartition, Offset>, CheckpointError> {
         if !self.file.path().exists() {
             return Ok(BTreeMap::new());
         }
-        self.file.read().map_err(|e| self.err(e))
+        self.file.read()
     }
 
     /// The entry of `tp`.
     ///
     /// # Errors
     /// As [`Self::read_all`].
-    pub fn get(&self, tp: &TopicPartition) -> Result<Option<Offset>, CleanerError> {
+    pub fn get(&self, tp: &TopicPartition) -> Result<Option<Offset>, CheckpointError> {
         Ok(self.read_all()?.get(tp).copied())
     }
 
     /// Set (`Some`) or remove (`None`) the entry of `tp`.
     ///
     /// # Errors
-    /// [`CleanerError::Checkpoint`].
-    pub fn update(&self, tp: &TopicPartition, offset: Option<Offset>) -> Result<(), CleanerError> {
+    /// A [`CheckpointError`].
+    pub fn update(
+        &self,
+        tp: &TopicPartition,
+        offset: Option<Offset>,
+    ) -> Result<(), CheckpointError> {
         let _g = UPDATE.lock().unwrap_or_else(|e| e.into_inner());
         let mut all = self.read_all()?;
         match offset {
             Some(o) => all.insert(tp.clone(), o),
             None => all.remove(tp),
         };
-        self.file.write(&all).map_err(|e| self.err(e))
+        self.file.write(&all)
     }
 
     /// Kafka `maybeTruncateCheckpoint`: after truncating `tp` below its
@@ -94,7 +90,11 @@ impl CleanerCheckpoints {
     ///
     /// # Errors
     /// As [`Self::update`].
-    pub fn maybe_truncate(&self, tp: &TopicPartition, offset: Offset) -> Result<(), CleanerError> {
+    pub fn maybe_truncate(
+        &self,
+        tp: &TopicPartition,
+        offset: Offset,
+    ) -> Result<(), CheckpointError> {
         match self.get(tp)? {
             Some(o) if o > offset => self.update(tp, Some(offset)),
             _ => Ok(()),

@@ -8,24 +8,24 @@
 //!    (only now may local retention delete the local copy).
 //!
 //! A crash between 1 and 3 leaves a STARTED segment nobody owns: the
-//! expiration task deletes it ([`super::plan::RemoteDeletionReason::AbandonedCopy`])
+//! expiration task deletes it ([`crate::tasks::plan::RemoteDeletionReason::AbandonedCopy`])
 //! and the next copy run uploads the segment again under a new id, since
 //! resumption starts after the highest FINISHED offset.
 
 use std::sync::atomic::Ordering;
 
-use strata_log::leader_epoch::LeaderEpochCache;
+use strata_log::LeaderEpochCache;
 use strata_log::{format, LeaderEpoch, Offset, TopicPartition};
 
-use super::plan::{copy_candidates, epoch_checkpoint_text, segment_epochs, LocalSegment};
+use super::{RemoteLogManager, TieredPartition};
 use crate::error::TieredError;
-use crate::manager::{RemoteLogManager, TieredPartition};
 use crate::metadata::{
     RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState,
 };
 use crate::metrics::TieredMetrics;
 use crate::rsm::LogSegmentData;
+use crate::tasks::plan::{copy_candidates, epoch_checkpoint_text, segment_epochs, LocalSegment};
 
 impl RemoteLogManager {
     /// One copy run for one partition; returns how many segments it copied.

@@ -7,6 +7,11 @@
 //! framing with other entry lines. A malformed file is an error, never a
 //! guess: each way of being malformed is its own [`CheckpointError`] variant
 //! carrying the path and, where there is one, the 1-based line number.
+//!
+//! `cleaner` holds [`CleanerCheckpoints`], the cleaner's
+//! `cleaner-offset-checkpoint` with its process-wide update lock; it lives
+//! here, below both, because the cleaner writes it and `Log` lowers it
+//! after a truncation.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -20,8 +25,11 @@ use crate::codec::checkpoint::{decode_offset_entry, encode_offset_checkpoint};
 use crate::fs::{write_atomically, FileSystem, OpenMode, SharedFs};
 use crate::types::{Offset, TopicPartition};
 
-pub use crate::codec::checkpoint::{encode_checkpoint, CHECKPOINT_VERSION};
+mod cleaner;
+
+pub use crate::codec::checkpoint::CHECKPOINT_VERSION;
 pub(crate) use crate::codec::java_text::{java_lines, parse_java_int};
+pub use cleaner::CleanerCheckpoints;
 
 /// Errors reading or writing a checkpoint file.
 #[derive(Debug, Error)]
@@ -87,6 +95,18 @@ pub fn read_checkpoint<T>(
 }
 
 impl CheckpointError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            CheckpointError::Io { path, .. }
+            | CheckpointError::InvalidUtf8 { path }
+            | CheckpointError::UnsupportedVersion { path, .. }
+            | CheckpointError::MalformedLine { path, .. }
+            | CheckpointError::NegativeCount { path, .. }
+            | CheckpointError::CountMismatch { path, .. } => path,
+        }
+    }
+
     /// The reader's error for a file at `path` whose text is malformed.
     pub fn at(path: &Path, e: CheckpointFormatError) -> CheckpointError {
         let path = path.to_path_buf();

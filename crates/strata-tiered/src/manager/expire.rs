@@ -4,9 +4,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::plan::{expiration_plan, TotalRetention};
+use super::{RemoteLogManager, TieredPartition};
 use crate::error::TieredError;
-use crate::manager::{RemoteLogManager, TieredPartition};
+use crate::tasks::plan::{expiration_plan, TotalRetention};
 
 impl RemoteLogManager {
     /// One expiration run; returns how many remote segments it deleted.
