@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::filter::{filter_chunk, FilterContext, FilterFault};
 use super::offset_map::OffsetMap;
 use super::policy::{cleanable, group_segments_by_size, CompactionSettings, SegmentFacts};
-use super::snapshot::{cleaner_snapshot, mtime_ms};
+use super::snapshot::cleaner_snapshot;
 use super::superseded::Superseded;
 use super::throttle::Throttler;
 use super::txn::{collect_aborted, CleanedTxnMetadata};
@@ -259,7 +259,7 @@ impl Cleaner {
             })
             .collect();
         let legacy_horizon = match segs.iter().rev().find(|s| s.base_offset() < first_dirty) {
-            Some(s) => mtime_ms(s).map_err(lerr)? - cfg.delete_retention_ms,
+            Some(s) => s.last_modified_ms().map_err(lerr)? - cfg.delete_retention_ms,
             None => 0,
         };
         // The producers' last batches, from the log's producer state (Kafka
@@ -404,7 +404,7 @@ impl Cleaner {
                 src.base_offset(),
                 upper,
             )?);
-            let retain_legacy = mtime_ms(src).map_err(lerr)? > pass.legacy_horizon;
+            let retain_legacy = src.last_modified_ms().map_err(lerr)? > pass.legacy_horizon;
             self.clean_into(
                 pass,
                 src,

@@ -11,21 +11,6 @@ use crate::log::Log;
 use crate::segment::Segment;
 use crate::types::{Offset, Timestamp};
 
-/// The `.log` file's mtime in ms since the epoch.
-///
-/// # Errors
-/// The stat error.
-pub(crate) fn mtime_ms(seg: &Segment) -> Result<i64, LogError> {
-    let path = seg.log_path();
-    let modified = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .map_err(|e| LogError::io(&path, "stat segment", e))?;
-    Ok(modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0))
-}
-
 /// MaxTimestamp of the first batch (Kafka `getFirstBatchTimestamp`), -1
 /// when the segment is empty or starts with a legacy entry.
 fn first_batch_timestamp(seg: &Segment) -> Result<Timestamp, LogError> {
@@ -56,7 +41,7 @@ pub(crate) fn segment_facts(seg: &Segment) -> Result<SegmentFacts, LogError> {
     let largest = if max.0 >= 0 {
         max
     } else {
-        Timestamp(mtime_ms(seg)?)
+        Timestamp(seg.last_modified_ms()?)
     };
     let (oe, _, te, _) = seg.index_fill()?;
     Ok(SegmentFacts {

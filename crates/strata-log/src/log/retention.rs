@@ -52,18 +52,6 @@ pub struct RetentionOutcome {
     pub delete_due_ms: i64,
 }
 
-/// The `.log` file's last-modified time in ms since the epoch.
-fn mtime_ms(seg: &Segment) -> Result<i64, LogError> {
-    let path = seg.log_path();
-    let modified = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .map_err(|e| LogError::io(&path, "stat segment", e))?;
-    Ok(modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0))
-}
-
 /// Kafka `LogSegment.largestTimestamp`: the largest record timestamp, or
 /// the `.log` mtime when no record carries one.
 pub(crate) fn largest_timestamp(seg: &Segment) -> Result<(Timestamp, TimestampSource), LogError> {
@@ -71,7 +59,10 @@ pub(crate) fn largest_timestamp(seg: &Segment) -> Result<(Timestamp, TimestampSo
     if max.0 >= 0 {
         Ok((max, TimestampSource::Record))
     } else {
-        Ok((Timestamp(mtime_ms(seg)?), TimestampSource::FileMtime))
+        Ok((
+            Timestamp(seg.last_modified_ms()?),
+            TimestampSource::FileMtime,
+        ))
     }
 }
 

@@ -344,6 +344,25 @@ impl Segment {
         &self.file
     }
 
+    /// The `.log` file's last-modified time in ms since the epoch (Kafka
+    /// `LogSegment.lastModified`: retention and the cleaner's legacy
+    /// fallback when a segment has no batch timestamps). Read from the open
+    /// file, so a rename cannot race it.
+    ///
+    /// # Errors
+    /// The stat error.
+    pub fn last_modified_ms(&self) -> Result<i64, LogError> {
+        let modified = self
+            .file
+            .metadata()
+            .and_then(|m| m.modified())
+            .map_err(|e| LogError::io(self.log_path(), "stat segment", e))?;
+        Ok(modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0))
+    }
+
     /// Path of the `.log` file.
     pub fn log_path(&self) -> PathBuf {
         self.lock().log_path.clone()
