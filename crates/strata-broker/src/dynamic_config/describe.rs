@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use strata_log::{ConfigDef, LogConfig};
 
-use super::names::{broker_synonyms, is_dynamic, kafka_default, synonym_def, type_of};
+use super::names::{broker_synonyms, default_of, doc_of, is_dynamic, type_of};
 use super::DynamicBrokerConfig;
 use super::Snapshot;
 use crate::config::{BrokerConfig, Listener};
@@ -21,38 +21,17 @@ use crate::config_entry::{source, ConfigEntry};
 
 type Synonym = (String, Option<String>, i8);
 
-/// Broker properties described besides the topic-config synonyms, with docs.
-const EXTRA: &[(&str, &str)] = &[
-    (
-        "producer.id.expiration.ms",
-        "Time an idle producer id's state is kept.",
-    ),
-    (
-        "log.retention.check.interval.ms",
-        "How often the retention pass looks for deletable segments.",
-    ),
-    ("log.cleaner.enable", "Run the log cleaner (compaction)."),
-    ("log.cleaner.threads", "Number of log cleaner threads."),
-    (
-        "log.cleaner.backoff.ms",
-        "Sleep of an idle cleaner thread when no log needs cleaning.",
-    ),
-    (
-        "log.cleaner.dedupe.buffer.size",
-        "Memory for the cleaners' key maps, across all threads.",
-    ),
-    (
-        "log.cleaner.io.buffer.size",
-        "I/O buffer memory across all cleaner threads.",
-    ),
-    (
-        "log.cleaner.io.buffer.load.factor",
-        "Load factor of the cleaners' key maps.",
-    ),
-    (
-        "log.cleaner.io.max.bytes.per.second",
-        "Cleaner I/O throttle, reads plus writes.",
-    ),
+/// Broker properties described besides the topic-config synonyms.
+const EXTRA: &[&str] = &[
+    "producer.id.expiration.ms",
+    "log.retention.check.interval.ms",
+    "log.cleaner.enable",
+    "log.cleaner.threads",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.max.bytes.per.second",
 ];
 
 fn synonyms(name: &str, snap: &Snapshot, static_props: &BTreeMap<String, String>) -> Vec<Synonym> {
@@ -70,23 +49,12 @@ fn synonyms(name: &str, snap: &Snapshot, static_props: &BTreeMap<String, String>
         }
     }
     for n in &names {
-        if let Some(d) = kafka_default(n) {
+        if let Some(d) = default_of(n) {
             out.push((n.clone(), Some(d), source::DEFAULT_CONFIG));
         }
     }
     let first = out.iter().position(|s| s.0 == name).unwrap_or(out.len());
     out.split_off(first)
-}
-
-fn doc_of(name: &str) -> &'static str {
-    if let Some((d, _)) = synonym_def(name) {
-        return d.doc;
-    }
-    EXTRA
-        .iter()
-        .chain(OWN_DOCS)
-        .find(|(n, _)| *n == name)
-        .map_or("", |(_, d)| d)
 }
 
 fn entry(name: &str, value: Option<String>, syns: Vec<Synonym>) -> ConfigEntry {
@@ -100,37 +68,6 @@ fn entry(name: &str, value: Option<String>, syns: Vec<Synonym>) -> ConfigEntry {
         doc: doc_of(name),
     }
 }
-
-const OWN_DOCS: &[(&str, &str)] = &[
-    ("listeners", "Listener URIs to bind."),
-    ("advertised.listeners", "Listeners published to clients."),
-    ("node.id", "The node id of this server."),
-    ("broker.id", "The broker id of this server."),
-    ("log.dirs", "Directories in which the log data is kept."),
-    ("num.partitions", "Default number of partitions per topic."),
-    (
-        "default.replication.factor",
-        "Default replication factor for automatically created topics.",
-    ),
-    (
-        "auto.create.topics.enable",
-        "Enable auto creation of topics on the server.",
-    ),
-    (
-        "socket.request.max.bytes",
-        "The maximum number of bytes in a socket request.",
-    ),
-    ("max.connections", "Maximum connections to the broker."),
-    (
-        "num.recovery.threads.per.data.dir",
-        "Threads per data directory for log recovery at startup and flushing at shutdown.",
-    ),
-    (
-        "offsets.topic.num.partitions",
-        "The number of partitions for the offset commit topic.",
-    ),
-    ("broker.rack", "Rack of the broker."),
-];
 
 /// The broker's own properties with their effective values.
 fn own_values(c: &BrokerConfig, advertised: &Listener) -> Vec<(&'static str, String)> {
@@ -198,12 +135,12 @@ pub(crate) fn broker_entries(
         snap.merged
             .get(name)
             .map(|v| v.trim().to_string())
-            .or_else(|| kafka_default(name))
+            .or_else(|| default_of(name))
     };
     for (name, value) in own_values(config, advertised) {
         push(&mut out, name, Some(value));
     }
-    for (name, _) in EXTRA {
+    for name in EXTRA {
         push(&mut out, name, effective(name));
     }
     for def in LogConfig::definitions() {

@@ -1,8 +1,14 @@
 //! Which broker property names exist, which are dynamic, their synonyms,
-//! Kafka defaults and types — derived from the one topic-config table
-//! (`LogConfig::definitions`) plus the broker's own properties.
+//! defaults and types — derived from the one topic-config table
+//! (`LogConfig::definitions`) and the tables of the broker's own
+//! properties (broker, group coordinator, cleaner, remote tier).
 
-use strata_log::{ConfigType, LogConfig};
+use strata_log::cleaner::CleanerConfig;
+use strata_log::{ConfigDef, ConfigType, LogConfig};
+use strata_tiered::TieredConfig;
+
+use crate::config::BrokerConfig;
+use crate::group::config::GroupConfig;
 
 use crate::config_entry::config_type;
 
@@ -96,10 +102,11 @@ pub(crate) fn is_list(name: &str) -> bool {
     synonym_def(name).is_some_and(|(d, _)| d.kind == ConfigType::List)
 }
 
-/// Kafka's default of a broker property, as DescribeConfigs shows it
-/// (`None` where Kafka's default is null, e.g. `log.retention.ms`, whose
-/// default comes from `log.retention.hours`).
-pub(crate) fn kafka_default(name: &str) -> Option<String> {
+/// The default of a broker property as DescribeConfigs shows it: the
+/// default of the table row that reads it (`None` where there is none, e.g.
+/// `log.retention.ms`, whose default comes from `log.retention.hours`, or
+/// `node.id`). Never a second copy of a default.
+pub(crate) fn default_of(name: &str) -> Option<String> {
     if let Some((d, factor)) = synonym_def(name) {
         let last = d.synonyms.last().map(|(s, _)| *s);
         if d.synonyms.len() > 1 && last != Some(name) {
@@ -114,30 +121,44 @@ pub(crate) fn kafka_default(name: &str) -> Option<String> {
             .ok()
             .map(|v| (v / factor).to_string());
     }
-    let v = match name {
-        "producer.id.expiration.ms" => "86400000",
-        "num.partitions" => "1",
-        "default.replication.factor" => "1",
-        "auto.create.topics.enable" => "true",
-        "socket.request.max.bytes" => "104857600",
-        "max.connections" => "2147483647",
-        "num.recovery.threads.per.data.dir" => "1",
-        "offsets.topic.num.partitions" => "50",
-        "broker.id" => "-1",
-        "node.id" => "-1",
-        "log.dirs" | "log.dir" => "/tmp/kafka-logs",
-        "listeners" => "PLAINTEXT://:9092",
-        "log.retention.check.interval.ms" => "300000",
-        "log.cleaner.enable" => "true",
-        "log.cleaner.threads" => "1",
-        "log.cleaner.backoff.ms" => "15000",
-        "log.cleaner.dedupe.buffer.size" => "134217728",
-        "log.cleaner.io.buffer.size" => "524288",
-        "log.cleaner.io.buffer.load.factor" => "0.9",
-        "log.cleaner.io.max.bytes.per.second" => "1.7976931348623157E308",
-        _ => return None,
-    };
-    Some(v.to_string())
+    broker_row(name)
+        .map(|row| row.default)
+        .filter(|d| !d.is_empty())
+        .map(str::to_string)
+}
+
+/// The doc line of a broker property: its table row's.
+pub(crate) fn doc_of(name: &str) -> &'static str {
+    match synonym_def(name) {
+        Some((d, _)) => d.doc,
+        None => broker_row(name).map_or("", |row| row.doc),
+    }
+}
+
+/// What DescribeConfigs shows of a broker property's table row.
+struct Row {
+    kind: ConfigType,
+    default: &'static str,
+    doc: &'static str,
+}
+
+/// The row of a broker property that is not a topic-config synonym, from
+/// the tables that read it: the broker's, the group coordinator's, the
+/// cleaner's, the remote tier's and the log layer's broker-only rows (an
+/// empty default where the property has none).
+fn broker_row(name: &str) -> Option<Row> {
+    fn find<T>(table: &'static [ConfigDef<T>], name: &str) -> Option<Row> {
+        table.iter().find(|d| d.name == name).map(|d| Row {
+            kind: d.kind,
+            default: d.default,
+            doc: d.doc,
+        })
+    }
+    find(BrokerConfig::definitions(), name)
+        .or_else(|| find(GroupConfig::definitions(), name))
+        .or_else(|| find(CleanerConfig::definitions(), name))
+        .or_else(|| find(TieredConfig::definitions(), name))
+        .or_else(|| find(LogConfig::broker_only_definitions(), name))
 }
 
 /// DescribeConfigs `config_type` of a broker property (0 = UNKNOWN for
@@ -146,15 +167,9 @@ pub(crate) fn type_of(name: &str) -> i8 {
     if let Some((d, factor)) = synonym_def(name) {
         return if factor == 1 { config_type(d.kind) } else { 3 };
     }
-    match name {
-        "producer.id.expiration.ms"
-        | "log.retention.check.interval.ms"
-        | "log.cleaner.backoff.ms"
-        | "log.cleaner.dedupe.buffer.size" => 5,
-        "log.cleaner.io.buffer.load.factor" | "log.cleaner.io.max.bytes.per.second" => 6,
-        "log.cleaner.enable" | "auto.create.topics.enable" => 1,
-        "listeners" | "advertised.listeners" | "log.dirs" | "log.dir" | "broker.rack" => 2,
-        _ if crate::config::is_broker_property(name) || name.starts_with("log.cleaner.") => 3,
-        _ => 0,
+    match broker_row(name) {
+        Some(row) => config_type(row.kind),
+        None if crate::config::is_broker_property(name) || name.starts_with("log.cleaner.") => 3,
+        None => 0,
     }
 }

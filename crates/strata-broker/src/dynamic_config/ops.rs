@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::names::{is_list, kafka_default};
+use super::names::{default_of, is_list};
 use super::DynamicConfigError;
 
 /// IncrementalAlterConfigs operation codes.
@@ -81,7 +81,7 @@ pub(crate) fn incremental(
                 let old = out
                     .get(&o.name)
                     .cloned()
-                    .or_else(|| kafka_default(&o.name))
+                    .or_else(|| default_of(&o.name))
                     .unwrap_or_default();
                 out.insert(o.name.clone(), apply_list_op(&old, &value, append));
             }

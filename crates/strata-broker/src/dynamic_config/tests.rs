@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use super::names::kafka_default;
+use super::names::default_of;
 use super::*;
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -75,18 +75,15 @@ fn dynamic_names_are_kafkas_first_synonyms() {
 
 #[test]
 fn kafka_defaults_sit_on_the_unit_synonym_that_has_one() {
-    assert_eq!(kafka_default("log.retention.hours").as_deref(), Some("168"));
-    assert_eq!(kafka_default("log.retention.ms"), None);
-    assert_eq!(kafka_default("log.retention.minutes"), None);
-    assert_eq!(kafka_default("log.roll.hours").as_deref(), Some("168"));
+    assert_eq!(default_of("log.retention.hours").as_deref(), Some("168"));
+    assert_eq!(default_of("log.retention.ms"), None);
+    assert_eq!(default_of("log.retention.minutes"), None);
+    assert_eq!(default_of("log.roll.hours").as_deref(), Some("168"));
     assert_eq!(
-        kafka_default("log.segment.bytes").as_deref(),
+        default_of("log.segment.bytes").as_deref(),
         Some("1073741824")
     );
-    assert_eq!(
-        kafka_default("log.cleanup.policy").as_deref(),
-        Some("delete")
-    );
+    assert_eq!(default_of("log.cleanup.policy").as_deref(), Some("delete"));
     assert_eq!(names::type_of("log.retention.hours"), 3);
     assert_eq!(names::type_of("log.retention.ms"), 5);
     assert_eq!(names::type_of("whatever.custom"), 0);
