@@ -57,17 +57,6 @@ fn synonyms(resp: &DescribeConfigsResponse, name: &str) -> Vec<(String, Option<S
         .collect()
 }
 
-/// IncrementalAlterConfigs on one resource; (error code, message).
-async fn incremental(
-    c: &mut Client,
-    ty: i8,
-    name: &str,
-    ops: &[(&str, i8, Option<&str>)],
-    validate_only: bool,
-) -> (i16, Option<String>) {
-    incremental_alter(c, ty, name, ops, validate_only).await
-}
-
 /// Legacy AlterConfigs replacing the whole set of one BROKER resource.
 async fn alter_legacy(c: &mut Client, name: &str, configs: &[(&str, &str)]) -> i16 {
     use kafka_protocol::messages::alter_configs_request as a;
@@ -125,7 +114,7 @@ async fn log_default_change_is_live_for_topics_without_override_and_survives_res
     produce_batches(&mut c, "pinned", 1).await;
 
     // validate_only: accepted, nothing changes.
-    let r = incremental(
+    let r = incremental_alter(
         &mut c,
         BROKER,
         "",
@@ -138,7 +127,7 @@ async fn log_default_change_is_live_for_topics_without_override_and_survives_res
     assert!(d.results[0].configs.is_empty(), "nothing stored");
 
     // Cluster default: every live log without an override rolls at 1 KiB now.
-    let r = incremental(
+    let r = incremental_alter(
         &mut c,
         BROKER,
         "",
@@ -166,7 +155,7 @@ async fn log_default_change_is_live_for_topics_without_override_and_survives_res
     assert_eq!(value(&d, "segment.bytes"), (Some("1048576".into()), 1));
 
     // Per-broker level beats the cluster default; both show as synonyms.
-    let r = incremental(
+    let r = incremental_alter(
         &mut c,
         BROKER,
         "1",
@@ -279,7 +268,7 @@ async fn log_default_change_is_live_for_topics_without_override_and_survives_res
     );
 
     // Deleting the per-broker value falls back to the cluster default.
-    let r = incremental(
+    let r = incremental_alter(
         &mut c,
         BROKER,
         "1",
@@ -317,14 +306,14 @@ async fn refused_changes_answer_as_kafka_and_change_nothing() {
     let mut c = Client::connect(broker.local_addr()).await;
 
     let (code, msg) =
-        incremental(&mut c, BROKER, "1", &[("log.dirs", SET, Some("/x"))], false).await;
+        incremental_alter(&mut c, BROKER, "1", &[("log.dirs", SET, Some("/x"))], false).await;
     assert_eq!(code, INVALID_REQUEST);
     assert_eq!(
         msg.as_deref(),
         Some("Cannot update these configs dynamically: Set(log.dirs)")
     );
     // Unit synonyms are not dynamic in Kafka either.
-    let (code, msg) = incremental(
+    let (code, msg) = incremental_alter(
         &mut c,
         BROKER,
         "",
@@ -341,7 +330,7 @@ async fn refused_changes_answer_as_kafka_and_change_nothing() {
 
     // Invalid values: Kafka's broker-side validation answers INVALID_REQUEST
     // (ConfigAdminManager, KAFKA-13609), not INVALID_CONFIG.
-    let (code, msg) = incremental(
+    let (code, msg) = incremental_alter(
         &mut c,
         BROKER,
         "1",
@@ -353,7 +342,7 @@ async fn refused_changes_answer_as_kafka_and_change_nothing() {
     assert!(msg
         .unwrap()
         .starts_with("Invalid value big for configuration log.segment.bytes"));
-    let (code, _) = incremental(
+    let (code, _) = incremental_alter(
         &mut c,
         BROKER,
         "",
@@ -363,7 +352,7 @@ async fn refused_changes_answer_as_kafka_and_change_nothing() {
     .await;
     assert_eq!(code, INVALID_REQUEST);
     // APPEND to a non-list config: INVALID_CONFIG, as Kafka.
-    let (code, _) = incremental(
+    let (code, _) = incremental_alter(
         &mut c,
         BROKER,
         "",
@@ -373,7 +362,7 @@ async fn refused_changes_answer_as_kafka_and_change_nothing() {
     .await;
     assert_eq!(code, 40);
     // Another broker's id, or a name that is not an id.
-    let (code, msg) = incremental(
+    let (code, msg) = incremental_alter(
         &mut c,
         BROKER,
         "2",
@@ -391,7 +380,7 @@ async fn refused_changes_answer_as_kafka_and_change_nothing() {
         INVALID_REQUEST
     );
     // A whole request with one bad config applies none of it.
-    let (code, _) = incremental(
+    let (code, _) = incremental_alter(
         &mut c,
         BROKER,
         "1",
@@ -425,7 +414,7 @@ async fn refused_changes_answer_as_kafka_and_change_nothing() {
     assert_eq!(resp.responses.len(), 2);
 
     // Names Kafka does not know are custom configs: kept and described.
-    let (code, _) = incremental(
+    let (code, _) = incremental_alter(
         &mut c,
         BROKER,
         "1",
