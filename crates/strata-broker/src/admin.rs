@@ -15,6 +15,7 @@ use strata_log::{LogConfig, TopicPartition};
 
 use crate::api_error::ApiError;
 use crate::broker::{effective_config, Broker};
+use crate::cluster_admin;
 use crate::placement::{assign_replicas, BrokerMetadata, PlacementError};
 use crate::topics::{self, TopicInfo};
 
@@ -75,6 +76,18 @@ impl Broker {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<TopicInfo, ApiError> {
+        if let Some(cluster) = &self.cluster {
+            let _admin = self.admin_lock();
+            return cluster_admin::create_topic(
+                self,
+                cluster,
+                name,
+                partitions,
+                replication_factor,
+                configs,
+                validate_only,
+            );
+        }
         if let Some(reason) = topics::invalid_topic_name_reason(name) {
             return Err(ApiError::InvalidTopic { reason });
         }
@@ -139,6 +152,9 @@ impl Broker {
     /// Unknown topic, an offline partition, a store write failure.
     pub(crate) fn delete_topic(&self, name: &str) -> Result<TopicInfo, ApiError> {
         let _admin = self.admin_lock();
+        if let Some(cluster) = &self.cluster {
+            return cluster_admin::delete_topic(self, cluster, name);
+        }
         let info = self
             .topics
             .get(name)
@@ -172,6 +188,9 @@ impl Broker {
         validate_only: bool,
     ) -> Result<TopicInfo, ApiError> {
         let _admin = self.admin_lock();
+        if let Some(cluster) = &self.cluster {
+            return cluster_admin::add_partitions(self, cluster, name, count, validate_only);
+        }
         let info = self
             .topics
             .get(name)
@@ -209,9 +228,12 @@ impl Broker {
         &self,
         name: &str,
         validate_only: bool,
-        change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
+        change: impl Fn(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
     ) -> Result<(), ApiError> {
         let _admin = self.admin_lock();
+        if let Some(cluster) = &self.cluster {
+            return cluster_admin::alter_topic_configs(self, cluster, name, validate_only, change);
+        }
         let info = self
             .topics
             .get(name)

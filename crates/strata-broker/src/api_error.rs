@@ -58,6 +58,12 @@ pub(crate) enum ApiError {
     /// leadership away).
     #[error("the partition has no leader")]
     LeaderNotAvailable,
+    /// Cluster mode: another broker leads the partition (or none does).
+    #[error("this broker is not the leader of the partition")]
+    NotLeaderOrFollower,
+    /// Cluster mode: the change could not be made in etcd.
+    #[error("cluster metadata: {0}")]
+    Cluster(#[source] crate::cluster::ClusterError),
     /// DescribeConfigs of a BROKER resource whose name is not a number
     /// (Kafka `ConfigHelper`).
     #[error("Broker id must be an integer, but it is: {name}")]

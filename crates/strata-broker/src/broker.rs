@@ -17,6 +17,7 @@ use strata_log::{LeaderEpoch, Log, LogConfig, LogManager, TopicPartition};
 use tokio::sync::watch;
 
 use crate::api_error::ApiError;
+use crate::cluster::{Cluster, PartitionRecord};
 use crate::config::{BrokerConfig, Listener};
 use crate::dynamic_config::{DynamicBrokerConfig, DynamicConfigError};
 use crate::group::coordinator::{GroupCoordinator, GroupHost};
@@ -53,6 +54,10 @@ pub(crate) struct Broker {
     /// Partitions refused at startup (see `offline`); set before the broker
     /// is shared, fixed until restart.
     pub refused: RefusedPartitions,
+    /// Cluster mode (`strata.metadata.etcd.endpoints` set): the etcd-backed
+    /// membership; `None` is the single-node broker. Set before the broker
+    /// is shared.
+    pub cluster: Option<Arc<Cluster>>,
 }
 
 #[derive(Debug, Default)]
@@ -80,21 +85,7 @@ impl Broker {
         shutdown: watch::Receiver<bool>,
         dynamic: Arc<DynamicBrokerConfig>,
     ) -> Broker {
-        let advertised = match &config.advertised_listener {
-            Some(l) => l.clone(),
-            None => {
-                let host = if config.listener.host.is_empty() || bound.ip().is_unspecified() {
-                    "127.0.0.1".to_string()
-                } else {
-                    bound.ip().to_string()
-                };
-                Listener {
-                    name: config.listener.name.clone(),
-                    host,
-                    port: bound.port(),
-                }
-            }
-        };
+        let advertised = Broker::advertised_for(&config, bound);
         Broker {
             groups: GroupCoordinator::new(config.group.clone()),
             config,
@@ -110,6 +101,27 @@ impl Broker {
             tiered: std::sync::OnceLock::new(),
             dynamic,
             refused: RefusedPartitions::new(),
+            cluster: None,
+        }
+    }
+
+    /// What Metadata advertises: `advertised.listeners`, else the bound
+    /// address (an unspecified host as `127.0.0.1`).
+    pub(crate) fn advertised_for(config: &BrokerConfig, bound: SocketAddr) -> Listener {
+        match &config.advertised_listener {
+            Some(l) => l.clone(),
+            None => {
+                let host = if config.listener.host.is_empty() || bound.ip().is_unspecified() {
+                    "127.0.0.1".to_string()
+                } else {
+                    bound.ip().to_string()
+                };
+                Listener {
+                    name: config.listener.name.clone(),
+                    host,
+                    port: bound.port(),
+                }
+            }
         }
     }
 
@@ -143,19 +155,51 @@ impl Broker {
         self.logs.get_log(&TopicPartition::new(topic, partition))
     }
 
-    /// Leader epoch of the partitions of `info`.
-    pub(crate) fn leader_epoch(&self, info: &TopicInfo) -> i32 {
-        info.leader_epoch
+    /// Leader epoch of partition `partition` of `info`: the topic's in
+    /// single-node mode, the controller's in cluster mode.
+    pub(crate) fn leader_epoch(&self, info: &TopicInfo, partition: i32) -> i32 {
+        match self.partition_state(info, partition) {
+            Some(state) => state.leader_epoch,
+            None => info.leader_epoch,
+        }
     }
 
-    /// Next producer id, reserving a new persisted block when needed.
+    /// The controller's state of a partition (cluster mode only), from the
+    /// snapshot this broker has applied; `None` in single-node mode or
+    /// before the controller assigned it.
+    pub(crate) fn partition_state(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+    ) -> Option<PartitionRecord> {
+        let cluster = self.cluster.as_ref()?;
+        let snapshot = cluster.applied();
+        snapshot
+            .partition(&info.name, partition)
+            .filter(|s| s.value.topic_id == info.id)
+            .map(|s| s.value.clone())
+    }
+
+    /// Run `f` to completion from a blocking thread (admin operations that
+    /// talk to etcd run under `Broker::blocking`).
+    pub(crate) fn block_on<F: Future>(&self, f: F) -> F::Output {
+        tokio::runtime::Handle::current().block_on(f)
+    }
+
+    /// Next producer id, reserving a new persisted block when needed (from
+    /// etcd in cluster mode, so no two brokers hand out the same id).
     pub(crate) fn next_producer_id(&self) -> Result<i64, ApiError> {
         let mut block = self.producer_ids.lock().unwrap_or_else(|p| p.into_inner());
         if block.next >= block.end {
-            let first = self
-                .topics
-                .allocate_producer_ids(PRODUCER_ID_BLOCK)
-                .map_err(ApiError::store)?;
+            let first = match &self.cluster {
+                Some(cluster) => self
+                    .block_on(cluster.allocate_producer_ids(PRODUCER_ID_BLOCK))
+                    .map_err(ApiError::Cluster)?,
+                None => self
+                    .topics
+                    .allocate_producer_ids(PRODUCER_ID_BLOCK)
+                    .map_err(ApiError::store)?,
+            };
             block.next = first;
             block.end = first + PRODUCER_ID_BLOCK;
         }
@@ -203,12 +247,19 @@ impl GroupHost for Broker {
 
     fn leader_log(&self, topic: &str, partition: i32) -> Option<(Arc<Log>, LeaderEpoch)> {
         let info = self.topics.get(topic)?;
+        if self.cluster.is_some() && !self.leads(&info, partition) {
+            return None;
+        }
         let log = self.log(topic, partition)?;
-        Some((log, LeaderEpoch(self.leader_epoch(&info))))
+        Some((log, LeaderEpoch(self.leader_epoch(&info, partition))))
     }
 
     fn appended(&self) {
         self.notify_appended();
+    }
+
+    fn clustered(&self) -> bool {
+        self.cluster.is_some()
     }
 }
 
@@ -280,6 +331,9 @@ impl Broker {
         if partition < 0 || partition >= info.partitions {
             return Err(ApiError::UnknownTopicOrPartition);
         }
+        if self.cluster.is_some() && !self.leads(info, partition) {
+            return Err(ApiError::NotLeaderOrFollower);
+        }
         let tp = TopicPartition::new(info.name.clone(), partition);
         if let Some(reason) = self.refused.get(&tp) {
             return Err(ApiError::PartitionOffline {
@@ -306,6 +360,16 @@ impl Broker {
                     })
                 }
             }
+        }
+    }
+
+    /// True when this broker leads the partition (always in single-node mode).
+    pub(crate) fn leads(&self, info: &TopicInfo, partition: i32) -> bool {
+        match &self.cluster {
+            None => true,
+            Some(cluster) => self
+                .partition_state(info, partition)
+                .is_some_and(|s| s.leader == cluster.node_id()),
         }
     }
 

@@ -147,6 +147,14 @@ pub struct BrokerConfig {
     pub log_flush_start_offset_checkpoint_interval_ms: i64,
     /// `cluster.id`; when unset one is generated once and kept in the topic store.
     pub cluster_id: Option<String>,
+    /// `strata.metadata.etcd.endpoints`: etcd client URLs; empty is single-node mode.
+    pub etcd_endpoints: Vec<String>,
+    /// `strata.metadata.etcd.prefix`: the key prefix of this cluster's metadata.
+    pub etcd_prefix: String,
+    /// `broker.session.timeout.ms`: the lease of the broker's registration.
+    pub broker_session_timeout_ms: u64,
+    /// `broker.heartbeat.interval.ms`: how often the lease is renewed.
+    pub broker_heartbeat_interval_ms: u64,
     /// Topic-level defaults from the `log.*` and related broker properties
     /// (`message.max.bytes`, `log.segment.delete.delay.ms`,
     /// `strata.durable.append`, ... live here, parsed once).
@@ -188,6 +196,38 @@ fn optional_listener_rule(v: &Value) -> Result<(), String> {
         Ok(())
     } else {
         listener_rule(v)
+    }
+}
+
+fn split_endpoints(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn etcd_endpoints_rule(v: &Value) -> Result<(), String> {
+    for e in split_endpoints(&v.string()) {
+        let rest = e
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("endpoint {e} must start with http://"))?;
+        let (host, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| format!("endpoint {e} has no port"))?;
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            return Err(format!("endpoint {e} is not http://host:port"));
+        }
+    }
+    Ok(())
+}
+
+fn etcd_prefix_rule(v: &Value) -> Result<(), String> {
+    let p = v.string();
+    if !p.starts_with('/') || p.len() < 2 {
+        Err("must start with / and name something".to_string())
+    } else {
+        Ok(())
     }
 }
 
@@ -416,6 +456,42 @@ static TABLE: &[Def] = &[
         |c| c.log_flush_start_offset_checkpoint_interval_ms.to_string(),
     ),
     Def::new(
+        "strata.metadata.etcd.endpoints",
+        ConfigType::String,
+        "",
+        Validator::Custom(etcd_endpoints_rule),
+        "Strata only: etcd client URLs (http://host:port, comma separated); set, the broker joins a cluster.",
+        |c, v| c.etcd_endpoints = split_endpoints(&v.string()),
+        |c| c.etcd_endpoints.join(","),
+    ),
+    Def::new(
+        "strata.metadata.etcd.prefix",
+        ConfigType::String,
+        "/strata",
+        Validator::Custom(etcd_prefix_rule),
+        "Strata only: the etcd key prefix under which this cluster keeps its metadata.",
+        |c, v| c.etcd_prefix = v.string(),
+        |c| c.etcd_prefix.clone(),
+    ),
+    Def::new(
+        "broker.session.timeout.ms",
+        ConfigType::Int,
+        "9000",
+        Validator::AtLeast(1000),
+        "A broker whose registration lease is not renewed for this long is dead to the cluster.",
+        |c, v| c.broker_session_timeout_ms = u64::try_from(v.long()).unwrap_or(1000),
+        |c| c.broker_session_timeout_ms.to_string(),
+    ),
+    Def::new(
+        "broker.heartbeat.interval.ms",
+        ConfigType::Int,
+        "2000",
+        Validator::AtLeast(1),
+        "How often a broker renews its registration lease.",
+        |c, v| c.broker_heartbeat_interval_ms = u64::try_from(v.long()).unwrap_or(1),
+        |c| c.broker_heartbeat_interval_ms.to_string(),
+    ),
+    Def::new(
         "cluster.id",
         ConfigType::String,
         "",
@@ -498,6 +574,10 @@ impl BrokerConfig {
             log_flush_offset_checkpoint_interval_ms: 0,
             log_flush_start_offset_checkpoint_interval_ms: 0,
             cluster_id: None,
+            etcd_endpoints: Vec::new(),
+            etcd_prefix: String::new(),
+            broker_session_timeout_ms: 0,
+            broker_heartbeat_interval_ms: 0,
             cleaner: CleanerConfig::from_properties(
                 &props,
                 usize::try_from(log_config.max_message_bytes).unwrap_or(0),

@@ -30,6 +30,8 @@ pub enum BrokerError {
     },
     #[error("topic metadata store")]
     TopicStore(#[from] TopicStoreError),
+    #[error("cluster membership")]
+    Cluster(#[from] crate::cluster::ClusterError),
     #[error("dynamic broker config store")]
     DynamicConfig(#[from] crate::dynamic_config::DynamicConfigError),
     #[error("log manager")]

@@ -59,6 +59,10 @@ impl ApiError {
             ApiError::FetchSessionIdNotFound { .. } => R::FetchSessionIdNotFound,
             ApiError::PartitionOffline { .. } => R::KafkaStorageError,
             ApiError::LeaderNotAvailable => R::LeaderNotAvailable,
+            ApiError::NotLeaderOrFollower => R::NotLeaderOrFollower,
+            // etcd unreachable, no controller, a lost race: retriable, and
+            // the message says which.
+            ApiError::Cluster(_) => R::RequestTimedOut,
             ApiError::BrokerIdNotInteger { .. } | ApiError::UnexpectedBrokerId { .. } => {
                 R::InvalidRequest
             }

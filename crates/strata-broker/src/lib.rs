@@ -19,6 +19,11 @@
 //!   encoder, shared by `connection` and `apis`.
 //! - `apis`: one module per Kafka API; body decoding, answer encoding.
 //! - `broker`: the state handlers share.
+//! - `cluster`: cluster mode's membership in etcd: registration, the
+//!   metadata watch, the controller (`docs/cluster.md`).
+//! - `cluster_admin`: topic mutations in cluster mode (through etcd).
+//! - `partition_sync`: applies each cluster snapshot to this broker's logs
+//!   and group coordinator.
 //! - `admin`: topic creation, deletion, partition growth and config changes.
 //! - `placement`: Kafka's replica placement.
 //! - `topics`: the persisted topic metadata store (`strata-topics.json`).
@@ -41,6 +46,8 @@ mod admin;
 mod api_error;
 mod apis;
 mod broker;
+mod cluster;
+mod cluster_admin;
 mod config;
 mod config_entry;
 mod connection;
@@ -51,6 +58,7 @@ mod error;
 mod error_code;
 mod group;
 mod offline;
+mod partition_sync;
 mod placement;
 mod protocol_log;
 mod reconcile;

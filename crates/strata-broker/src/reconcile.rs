@@ -227,7 +227,7 @@ pub(crate) fn reconcile(
 
 /// The topic id in a partition's `partition.metadata`, if readable
 /// (a missing or unreadable file gives `None`: nothing to compare).
-fn read_partition_topic_id(dir: &Path) -> Option<Uuid> {
+pub(crate) fn read_partition_topic_id(dir: &Path) -> Option<Uuid> {
     match PartitionMetadata::read(dir) {
         Ok(m) => Some(m.topic_id),
         Err(error) => {

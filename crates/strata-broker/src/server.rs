@@ -16,11 +16,13 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::broker::{effective_config, Broker};
+use crate::cluster::{BrokerRecord, Cluster, ClusterSettings};
 use crate::config::BrokerConfig;
 use crate::connection;
 use crate::connection_quotas::ConnectionQuotas;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::BrokerError;
+use crate::partition_sync;
 use crate::reconcile;
 use crate::stats::BrokerStats;
 use crate::stats::Stats;
@@ -66,6 +68,9 @@ impl BrokerHandle {
         }
         // Every connection task holds a sender; recv() returns None once all are gone.
         let _ = self.connections_done.recv().await;
+        if let Some(cluster) = &self.broker.cluster {
+            cluster.leave().await;
+        }
         crate::tiered::shutdown(&self.broker).await;
         let logs = self.broker.logs.clone();
         tokio::task::spawn_blocking(move || logs.shutdown())
@@ -109,6 +114,9 @@ pub async fn start_with_fs(
     clock: SharedClock,
     fs: strata_log::fs::SharedFs,
 ) -> Result<BrokerHandle, BrokerError> {
+    if !config.etcd_endpoints.is_empty() {
+        return start_clustered(config, clock, fs).await;
+    }
     let cfg = config.clone();
     let storage_clock = clock.clone();
     let (store, logs, cluster_id, dynamic, refused) =
@@ -118,17 +126,8 @@ pub async fn start_with_fs(
                 task: "opening storage",
                 source,
             })??;
-    let addr = config.listener.bind_address();
-    let listener = bind(&addr, config.socket_listen_backlog_size)
-        .await
-        .map_err(|source| BrokerError::Bind {
-            addr: addr.clone(),
-            source,
-        })?;
-    let local_addr = listener.local_addr().map_err(|source| BrokerError::Io {
-        op: "reading the bound address",
-        source,
-    })?;
+    let listener = bind_listener(&config).await?;
+    let local_addr = local_addr_of(&listener)?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut broker = Broker::new(
         config,
@@ -143,6 +142,37 @@ pub async fn start_with_fs(
     let broker = Arc::new(broker);
     logs.start_background();
     crate::tiered::start(&broker, clock.clone()).await?;
+    Ok(serve(
+        broker,
+        listener,
+        local_addr,
+        shutdown_tx,
+        shutdown_rx,
+    ))
+}
+
+async fn bind_listener(config: &BrokerConfig) -> Result<TcpListener, BrokerError> {
+    let addr = config.listener.bind_address();
+    bind(&addr, config.socket_listen_backlog_size)
+        .await
+        .map_err(|source| BrokerError::Bind { addr, source })
+}
+
+fn local_addr_of(listener: &TcpListener) -> Result<SocketAddr, BrokerError> {
+    listener.local_addr().map_err(|source| BrokerError::Io {
+        op: "reading the bound address",
+        source,
+    })
+}
+
+/// Start the accept loop of a built broker.
+fn serve(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    shutdown_tx: watch::Sender<bool>,
+    shutdown_rx: watch::Receiver<bool>,
+) -> BrokerHandle {
     let (done_tx, done_rx) = mpsc::channel::<()>(1);
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
     let quotas = ConnectionQuotas::new(broker.config.connection_limits.clone());
@@ -154,14 +184,101 @@ pub async fn start_with_fs(
         shutdown_rx,
         done_tx,
     ));
-    tracing::info!(%local_addr, node_id = broker.config.node_id, cluster_id = %broker.cluster_id, "broker started");
-    Ok(BrokerHandle {
+    tracing::info!(%local_addr, node_id = broker.config.node_id, cluster_id = %broker.cluster_id, clustered = broker.cluster.is_some(), "broker started");
+    BrokerHandle {
         local_addr,
         broker,
         shutdown_tx,
         accept_task,
         connections_done: done_rx,
+    }
+}
+
+/// Cluster mode: bind (the registration carries the bound port), join the
+/// cluster (cluster id, registration, first snapshot), open the logs with
+/// the topic store mirroring etcd, apply the first snapshot, then serve.
+async fn start_clustered(
+    config: BrokerConfig,
+    clock: SharedClock,
+    fs: strata_log::fs::SharedFs,
+) -> Result<BrokerHandle, BrokerError> {
+    for dir in &config.log_dirs {
+        std::fs::create_dir_all(dir).map_err(|source| BrokerError::LogDir {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let listener = bind_listener(&config).await?;
+    let local_addr = local_addr_of(&listener)?;
+    let advertised = Broker::advertised_for(&config, local_addr);
+    let settings = ClusterSettings {
+        endpoints: config.etcd_endpoints.clone(),
+        prefix: config.etcd_prefix.clone(),
+        node_id: config.node_id,
+        session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
+        heartbeat: Duration::from_millis(config.broker_heartbeat_interval_ms),
+    };
+    let record = BrokerRecord {
+        id: config.node_id,
+        rack: config.rack.clone(),
+        listener: advertised.name.clone(),
+        host: advertised.host.clone(),
+        port: advertised.port,
+    };
+    let local_id = config
+        .cluster_id
+        .clone()
+        .or_else(|| cluster_id_from_log_dirs(&config.log_dirs));
+    let cluster = Cluster::join(settings, record, local_id).await?;
+    let cluster_id = cluster.cluster_id().to_string();
+    let first = cluster.subscribe().borrow().clone();
+    let cfg = config.clone();
+    let storage_clock = clock.clone();
+    let id = cluster_id.clone();
+    let (store, logs, dynamic) = tokio::task::spawn_blocking(move || {
+        open_clustered_storage(&cfg, storage_clock, fs, id, &first)
     })
+    .await
+    .map_err(|source| BrokerError::Task {
+        task: "opening storage",
+        source,
+    })??;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let mut broker = Broker::new(
+        config,
+        cluster_id,
+        local_addr,
+        store,
+        logs.clone(),
+        shutdown_rx.clone(),
+        dynamic,
+    );
+    broker.cluster = Some(cluster.clone());
+    broker.groups.own_nothing();
+    let broker = Arc::new(broker);
+    let first = cluster.subscribe().borrow().clone();
+    let empty = Arc::new(crate::cluster::Snapshot::default());
+    let applied = first.clone();
+    let led = broker
+        .blocking(move |b| partition_sync::apply(b, &empty, &applied))
+        .await;
+    cluster.set_applied(first);
+    broker.groups.set_owned_partitions(&broker, led).await;
+    logs.start_background();
+    crate::tiered::start(&broker, clock.clone()).await?;
+    cluster.start(shutdown_rx.clone());
+    tokio::spawn(partition_sync::run(
+        broker.clone(),
+        cluster,
+        shutdown_rx.clone(),
+    ));
+    Ok(serve(
+        broker,
+        listener,
+        local_addr,
+        shutdown_tx,
+        shutdown_rx,
+    ))
 }
 
 /// Bind the listener with `socket.listen.backlog.size` pending connections
@@ -254,6 +371,63 @@ fn open_storage(
     logs.cleaner().configure(config.cleaner.clone());
     let refused = reconcile::reconcile(config, &store, &logs, refused)?;
     Ok((store, logs, cluster_id, dynamic, refused))
+}
+
+type ClusteredStorage = (Arc<TopicStore>, Arc<LogManager>, Arc<DynamicBrokerConfig>);
+
+/// Cluster mode's storage: the topic store mirrors etcd (`first`) in
+/// memory, every partition directory is loaded (which ones stay is
+/// `partition_sync`'s decision, made from etcd, never from the directory
+/// alone), and logs open with their topic's config.
+fn open_clustered_storage(
+    config: &BrokerConfig,
+    clock: SharedClock,
+    fs: strata_log::fs::SharedFs,
+    cluster_id: String,
+    first: &crate::cluster::Snapshot,
+) -> Result<ClusteredStorage, BrokerError> {
+    let store = Arc::new(TopicStore::in_memory());
+    store.replace_topics(
+        first
+            .topics
+            .iter()
+            .map(|(name, t)| crate::topics::TopicInfo {
+                name: name.clone(),
+                id: t.value.id,
+                partitions: t.value.partitions,
+                leader_epoch: 0,
+                configs: t.value.configs.clone(),
+            }),
+    );
+    let dynamic = Arc::new(DynamicBrokerConfig::open(&config.log_dirs[0], config)?);
+    let mut effective = config.clone();
+    effective.log_config = (*dynamic.log_defaults()).clone();
+    let config = &effective;
+    let manager_config = LogManagerConfig {
+        log_dirs: config.log_dirs.clone(),
+        default_config: config.log_config.clone(),
+        recovery_threads_per_data_dir: config.num_recovery_threads_per_data_dir,
+        broker_id: config.node_id,
+        cluster_id: Some(cluster_id),
+        flush_offset_checkpoint_interval_ms: config.log_flush_offset_checkpoint_interval_ms,
+        flush_start_offset_checkpoint_interval_ms: config
+            .log_flush_start_offset_checkpoint_interval_ms,
+        file_delete_delay_ms: config.log_config.file_delete_delay_ms,
+        fs,
+    };
+    let provider_store = store.clone();
+    let provider_dynamic = dynamic.clone();
+    let topic_configs: TopicConfigProvider = Arc::new(move |topic: &str| {
+        let base = provider_dynamic.log_defaults();
+        match provider_store.get(topic) {
+            Some(info) => effective_config(&base, &info),
+            None => (*base).clone(),
+        }
+    });
+    let logs = LogManager::open_with(manager_config, clock, None, Some(topic_configs))?;
+    logs.set_retention_check_interval_ms(config.log_retention_check_interval_ms);
+    logs.cleaner().configure(config.cleaner.clone());
+    Ok((store, logs, dynamic))
 }
 
 /// The cluster id recorded in the first log dir's `meta.properties` that

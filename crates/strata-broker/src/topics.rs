@@ -52,7 +52,8 @@ pub enum TopicStoreError {
 /// are serialised and the file always matches some in-memory state).
 #[derive(Debug)]
 pub struct TopicStore {
-    path: PathBuf,
+    /// `None`: cluster mode, where the store only mirrors etcd in memory.
+    path: Option<PathBuf>,
     state: Mutex<Document>,
 }
 
@@ -78,9 +79,24 @@ impl TopicStore {
             }
         };
         Ok(TopicStore {
-            path,
+            path: Some(path),
             state: Mutex::new(doc),
         })
+    }
+
+    /// A store that persists nothing: in cluster mode the topics live in
+    /// etcd and this store mirrors them ([`Self::replace_topics`]).
+    pub fn in_memory() -> TopicStore {
+        TopicStore {
+            path: None,
+            state: Mutex::new(Document::empty()),
+        }
+    }
+
+    /// Replace every topic at once (the cluster mirror).
+    pub fn replace_topics(&self, topics: impl IntoIterator<Item = TopicInfo>) {
+        let mut doc = self.lock();
+        doc.topics = topics.into_iter().map(|t| (t.name.clone(), t)).collect();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Document> {
@@ -219,18 +235,21 @@ impl TopicStore {
 
     /// Write the document atomically: tmp file, fsync, rename, fsync dir.
     fn persist(&self, doc: &Document) -> Result<(), TopicStoreError> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
         let io = |op: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| TopicStoreError::Io { path, op, source }
         };
         let bytes = doc.encode();
-        let tmp = self.path.with_extension("json.tmp");
+        let tmp = path.with_extension("json.tmp");
         let mut f = std::fs::File::create(&tmp).map_err(io("creating", &tmp))?;
         f.write_all(&bytes).map_err(io("writing", &tmp))?;
         f.sync_all().map_err(io("fsyncing", &tmp))?;
         drop(f);
-        std::fs::rename(&tmp, &self.path).map_err(io("renaming", &tmp))?;
-        if let Some(dir) = self.path.parent() {
+        std::fs::rename(&tmp, path).map_err(io("renaming", &tmp))?;
+        if let Some(dir) = path.parent() {
             let d = std::fs::File::open(dir).map_err(io("opening", dir))?;
             d.sync_all().map_err(io("fsyncing", dir))?;
         }

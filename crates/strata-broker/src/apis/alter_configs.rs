@@ -189,7 +189,7 @@ fn apply(
     resource_type: i8,
     name: &str,
     validate_only: bool,
-    topic_change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
+    topic_change: impl Fn(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
     broker_change: impl FnOnce(
         &BTreeMap<String, String>,
     ) -> Result<BTreeMap<String, String>, DynamicConfigError>,

@@ -26,8 +26,10 @@ pub(crate) async fn handle(
                     let mut r = DeleteRecordsPartitionResult::default();
                     r.partition_index = p.partition_index;
                     let result = b
-                        .log(t.name.as_str(), p.partition_index)
+                        .topics
+                        .get(t.name.as_str())
                         .ok_or(ApiError::UnknownTopicOrPartition)
+                        .and_then(|info| b.partition_log(&info, p.partition_index))
                         .and_then(|log| {
                             let hw = log.high_watermark();
                             let target = if p.offset == -1 { hw } else { Offset(p.offset) };

@@ -10,6 +10,7 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
+use crate::group::{partition_for, OFFSETS_TOPIC};
 
 /// Coordinator key types.
 const GROUP: i8 = 0;
@@ -37,24 +38,61 @@ pub(crate) async fn handle(
         TRANSACTION => None,
         _ => Some(ResponseError::InvalidRequest),
     };
-    let node = BrokerId(broker.config.node_id);
-    let host = StrBytes::from_string(broker.advertised.host.clone());
-    let port = i32::from(broker.advertised.port);
+    let find = |key: &str| -> Result<(BrokerId, StrBytes, i32), ResponseError> {
+        if let Some(e) = error {
+            return Err(e);
+        }
+        match &broker.cluster {
+            None => Ok((
+                BrokerId(broker.config.node_id),
+                StrBytes::from_string(broker.advertised.host.clone()),
+                i32::from(broker.advertised.port),
+            )),
+            // The leader of the group's `__consumer_offsets` partition; the
+            // transaction coordinator stays on the broker asked until
+            // transactions land.
+            Some(cluster) if req.key_type == GROUP => {
+                let s = cluster.applied();
+                let count = broker.topics.get(OFFSETS_TOPIC).map_or(0, |t| t.partitions);
+                if count == 0 {
+                    return Err(ResponseError::CoordinatorNotAvailable);
+                }
+                let p = partition_for(key, count);
+                let leader = s
+                    .partition(OFFSETS_TOPIC, p)
+                    .map_or(-1, |st| st.value.leader);
+                let b = s
+                    .brokers
+                    .get(&leader)
+                    .ok_or(ResponseError::CoordinatorNotAvailable)?;
+                Ok((
+                    BrokerId(b.record.id),
+                    StrBytes::from_string(b.record.host.clone()),
+                    i32::from(b.record.port),
+                ))
+            }
+            Some(_) => Ok((
+                BrokerId(broker.config.node_id),
+                StrBytes::from_string(broker.advertised.host.clone()),
+                i32::from(broker.advertised.port),
+            )),
+        }
+    };
     let mut resp = FindCoordinatorResponse::default();
     if ctx.version >= 4 {
         resp.coordinators = req
             .coordinator_keys
-            .into_iter()
+            .iter()
             .map(|key| {
                 let mut c = Coordinator::default();
-                c.key = key;
-                match error {
-                    None => {
+                c.key = key.clone();
+                match find(key.as_str()) {
+                    Ok((node, host, port)) => {
                         c.node_id = node;
-                        c.host = host.clone();
+                        c.host = host;
                         c.port = port;
                     }
-                    Some(e) => {
+                    Err(e) => {
                         c.node_id = BrokerId(-1);
                         c.port = -1;
                         c.error_code = e.code();
@@ -64,13 +102,13 @@ pub(crate) async fn handle(
             })
             .collect();
     } else {
-        match error {
-            None => {
+        match find(req.key.as_str()) {
+            Ok((node, host, port)) => {
                 resp.node_id = node;
                 resp.host = host;
                 resp.port = port;
             }
-            Some(e) => {
+            Err(e) => {
                 resp.node_id = BrokerId(-1);
                 resp.port = -1;
                 resp.error_code = e.code();

@@ -41,8 +41,11 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> Lis
         for p in t.partitions {
             let target = match &info {
                 None => Err(ApiError::UnknownTopicOrPartition),
-                Some(info) => check_epoch(broker.leader_epoch(info), p.current_leader_epoch)
-                    .and_then(|_| broker.partition_log(info, p.partition_index)),
+                Some(info) => check_epoch(
+                    broker.leader_epoch(info, p.partition_index),
+                    p.current_leader_epoch,
+                )
+                .and_then(|_| broker.partition_log(info, p.partition_index)),
             };
             match target {
                 Ok(log) => {

@@ -11,6 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::RequestContext;
 use crate::api_error::ApiError;
 use crate::broker::Broker;
+use crate::cluster::Snapshot;
 use crate::error_code::NONE;
 use crate::topics::{self, TopicInfo};
 
@@ -57,16 +58,35 @@ pub(crate) async fn handle(ctx: &RequestContext, req: MetadataRequest) -> Metada
             }
         }
     }
-    let mut b = MetadataResponseBroker::default();
-    b.node_id = BrokerId(broker.config.node_id);
-    b.host = StrBytes::from_string(broker.advertised.host.clone());
-    b.port = broker.advertised.port as i32;
-    b.rack = broker.config.rack.clone().map(StrBytes::from_string);
-
     let mut resp = MetadataResponse::default();
-    resp.brokers = vec![b];
+    match &broker.cluster {
+        None => {
+            let mut b = MetadataResponseBroker::default();
+            b.node_id = BrokerId(broker.config.node_id);
+            b.host = StrBytes::from_string(broker.advertised.host.clone());
+            b.port = broker.advertised.port as i32;
+            b.rack = broker.config.rack.clone().map(StrBytes::from_string);
+            resp.brokers = vec![b];
+            resp.controller_id = BrokerId(broker.config.node_id);
+        }
+        Some(cluster) => {
+            let snapshot = cluster.applied();
+            resp.brokers = snapshot
+                .brokers
+                .values()
+                .map(|live| {
+                    let mut b = MetadataResponseBroker::default();
+                    b.node_id = BrokerId(live.record.id);
+                    b.host = StrBytes::from_string(live.record.host.clone());
+                    b.port = i32::from(live.record.port);
+                    b.rack = live.record.rack.clone().map(StrBytes::from_string);
+                    b
+                })
+                .collect();
+            resp.controller_id = BrokerId(snapshot.controller_id().unwrap_or(-1));
+        }
+    }
     resp.cluster_id = Some(StrBytes::from_string(broker.cluster_id.clone()));
-    resp.controller_id = BrokerId(broker.config.node_id);
     resp.topics = topics_out;
     if (8..=10).contains(&ctx.version) && req.include_cluster_authorized_operations {
         resp.cluster_authorized_operations = CLUSTER_OPERATIONS;
@@ -117,12 +137,19 @@ async fn by_name(
 }
 
 fn topic_entry(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {
-    let node = BrokerId(broker.config.node_id);
-    let epoch = broker.leader_epoch(info);
     let mut t = MetadataResponseTopic::default();
     t.name = Some(TopicName(StrBytes::from_string(info.name.clone())));
     t.topic_id = info.id;
     t.is_internal = topics::is_internal(&info.name);
+    if let Some(cluster) = &broker.cluster {
+        let snapshot = cluster.applied();
+        t.partitions = (0..info.partitions)
+            .map(|p| cluster_partition(broker, &snapshot, info, p))
+            .collect();
+        return t;
+    }
+    let node = BrokerId(broker.config.node_id);
+    let epoch = broker.leader_epoch(info, 0);
     t.partitions = (0..info.partitions)
         .map(|p| {
             let mut part = MetadataResponsePartition::default();
@@ -142,6 +169,49 @@ fn topic_entry(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {
         })
         .collect();
     t
+}
+
+/// A partition as the controller's state has it (Kafka's
+/// `KRaftMetadataCache`): no leader is LEADER_NOT_AVAILABLE, replicas whose
+/// broker is not live are offline; a partition not assigned yet has no
+/// leader and no replicas.
+fn cluster_partition(
+    broker: &Broker,
+    snapshot: &Snapshot,
+    info: &TopicInfo,
+    p: i32,
+) -> MetadataResponsePartition {
+    let mut part = MetadataResponsePartition::default();
+    part.partition_index = p;
+    let Some(state) = snapshot
+        .partition(&info.name, p)
+        .filter(|s| s.value.topic_id == info.id)
+    else {
+        part.error_code = ApiError::LeaderNotAvailable.code();
+        part.leader_id = BrokerId(-1);
+        return part;
+    };
+    let state = &state.value;
+    let ids = |v: &[i32]| v.iter().map(|r| BrokerId(*r)).collect::<Vec<_>>();
+    part.leader_id = BrokerId(state.leader);
+    part.leader_epoch = state.leader_epoch;
+    part.replica_nodes = ids(&state.replicas);
+    part.isr_nodes = ids(&state.isr);
+    let offline: Vec<i32> = state
+        .replicas
+        .iter()
+        .copied()
+        .filter(|r| {
+            !snapshot.is_live(*r)
+                || (*r == broker.config.node_id && broker.partition_offline(info, p))
+        })
+        .collect();
+    part.offline_replicas = ids(&offline);
+    if state.leader < 0 || offline.contains(&state.leader) {
+        part.error_code = ApiError::LeaderNotAvailable.code();
+        part.leader_id = BrokerId(-1);
+    }
+    part
 }
 
 fn error_entry(name: Option<&str>, id: uuid::Uuid, e: &ApiError) -> MetadataResponseTopic {

@@ -31,7 +31,7 @@ pub(crate) async fn handle(
                         .as_ref()
                         .ok_or(ApiError::UnknownTopicOrPartition)
                         .and_then(|info| {
-                            check_epoch(b.leader_epoch(info), p.current_leader_epoch)?;
+                            check_epoch(b.leader_epoch(info, p.partition), p.current_leader_epoch)?;
                             b.partition_log(info, p.partition)
                         });
                     match result {

@@ -133,7 +133,7 @@ fn precheck(
         }
     }
     let durable = config.durable_append;
-    Ok((log, broker.leader_epoch(info), durable))
+    Ok((log, broker.leader_epoch(info, partition), durable))
 }
 
 /// Append every job in order (blocking).

@@ -19,7 +19,7 @@
 //! deadline set by an operation meanwhile (operations never wait on it: a
 //! deadline already due when an operation ends fires inside the operation).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -78,6 +78,9 @@ pub(crate) trait GroupHost: Send + Sync + Sized + 'static {
     fn leader_log(&self, topic: &str, partition: i32) -> Option<(Arc<Log>, LeaderEpoch)>;
     /// Wake delayed fetches after an append.
     fn appended(&self);
+    /// Cluster mode: partitions of `__consumer_offsets` live on several
+    /// brokers, and this coordinator owns only those its broker leads.
+    fn clustered(&self) -> bool;
 }
 
 /// Why `__consumer_offsets` cannot be used yet.
@@ -136,6 +139,11 @@ impl GroupCoordinator {
         }
     }
 
+    /// Cluster mode: own no partition until [`Self::set_owned_partitions`].
+    pub(crate) fn own_nothing(&self) {
+        self.lock().manager.set_owned(&BTreeSet::new());
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -190,6 +198,11 @@ impl GroupCoordinator {
         let partitions = broker
             .partition_count(OFFSETS_TOPIC)
             .ok_or(OffsetsTopicError::Missing)?;
+        // In a cluster the other partitions' logs live on their leaders.
+        if broker.clustered() {
+            self.offsets_ready.store(true, Ordering::Release);
+            return Ok(());
+        }
         if let Some(partition) =
             (0..partitions).find(|p| broker.leader_log(OFFSETS_TOPIC, *p).is_none())
         {
@@ -199,13 +212,52 @@ impl GroupCoordinator {
         Ok(())
     }
 
-    /// Read every partition of `__consumer_offsets` into the manager (blocking).
+    /// Cluster mode: coordinate the groups of `led` (the partitions of
+    /// `__consumer_offsets` this broker now leads): unload the groups of
+    /// partitions it stopped leading, load those it started leading.
+    pub(crate) async fn set_owned_partitions<H: GroupHost>(
+        &self,
+        broker: &Arc<H>,
+        led: BTreeSet<i32>,
+    ) {
+        self.ensure_started(broker).await;
+        let gained = {
+            let mut st = self.lock();
+            if st.manager.owned().is_some_and(|o| *o == led) {
+                return;
+            }
+            let gained = st.manager.set_owned(&led);
+            st.route_replies();
+            gained
+        };
+        if !gained.is_empty() {
+            broker
+                .run_blocking(move |b| b.coordinator().load_partitions(b, gained))
+                .await;
+        }
+    }
+
+    /// Read every owned partition of `__consumer_offsets` into the manager (blocking).
     fn load_all<H: GroupHost>(&self, broker: &H) {
         let Some(count) = broker.partition_count(OFFSETS_TOPIC) else {
             return;
         };
-        let partitions: Vec<i32> = (0..count).collect();
+        let owned = self.lock().manager.owned().cloned();
+        let partitions: Vec<i32> = (0..count)
+            .filter(|p| owned.as_ref().is_none_or(|o| o.contains(p)))
+            .collect();
         {
+            let mut st = self.lock();
+            for p in &partitions {
+                st.manager.begin_loading(*p);
+            }
+        }
+        self.load_partitions(broker, partitions);
+    }
+
+    /// Read `partitions` (marked loading) into the manager (blocking).
+    fn load_partitions<H: GroupHost>(&self, broker: &H, partitions: Vec<i32>) {
+        if let Some(count) = broker.partition_count(OFFSETS_TOPIC) {
             let mut st = self.lock();
             // Like Kafka, the topic's actual partition count decides placement.
             if count != st.manager.config.offsets_topic_num_partitions {
@@ -215,9 +267,6 @@ impl GroupCoordinator {
                     "__consumer_offsets partition count differs from offsets.topic.num.partitions"
                 );
                 st.manager.config.offsets_topic_num_partitions = count;
-            }
-            for p in &partitions {
-                st.manager.begin_loading(*p);
             }
         }
         let now = broker.now_ms();

@@ -8,7 +8,7 @@
 //! model; its purgatories become deadlines on the group and its members,
 //! fired by [`GroupManager::poll_timers`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use kafka_protocol::error::ResponseError;
 
@@ -34,6 +34,9 @@ pub(crate) struct GroupManager {
     pub(crate) groups: HashMap<String, Group>,
     /// Partitions of `__consumer_offsets` still being loaded.
     loading: HashSet<i32>,
+    /// Cluster mode: the partitions this broker leads, whose groups it
+    /// coordinates; `None` (single node) is every partition.
+    owned: Option<BTreeSet<i32>>,
     active: bool,
     replies: Vec<Reply>,
 }
@@ -56,6 +59,7 @@ impl GroupManager {
             config,
             groups: HashMap::new(),
             loading: HashSet::new(),
+            owned: None,
             active: true,
             replies: Vec::new(),
         }
@@ -82,6 +86,40 @@ impl GroupManager {
         self.active
     }
 
+    /// Cluster mode: coordinate only the groups of `partitions` from now
+    /// on. Groups of partitions no longer owned are unloaded (their parked
+    /// requests answered NOT_COORDINATOR); returns the partitions newly
+    /// owned, which the caller loads (they stay loading until then).
+    pub(crate) fn set_owned(&mut self, partitions: &BTreeSet<i32>) -> Vec<i32> {
+        let before = self.owned.clone().unwrap_or_default();
+        let lost: Vec<i32> = before.difference(partitions).copied().collect();
+        let gained: Vec<i32> = partitions.difference(&before).copied().collect();
+        if !lost.is_empty() {
+            let n = self.config.offsets_topic_num_partitions;
+            let ids: Vec<String> = self
+                .groups
+                .keys()
+                .filter(|g| lost.contains(&partition_for(g, n)))
+                .cloned()
+                .collect();
+            for id in ids {
+                if let Some(mut group) = self.groups.remove(&id) {
+                    super::timers::unload(&mut group, &mut self.replies);
+                }
+            }
+        }
+        for p in &gained {
+            self.loading.insert(*p);
+        }
+        self.owned = Some(partitions.clone());
+        gained
+    }
+
+    /// The partitions owned in cluster mode (`None`: all).
+    pub(crate) fn owned(&self) -> Option<&BTreeSet<i32>> {
+        self.owned.as_ref()
+    }
+
     /// Mark a partition as loading (requests for its groups get
     /// COORDINATOR_LOAD_IN_PROGRESS until [`Self::finish_loading`]).
     pub(crate) fn begin_loading(&mut self, partition: i32) {
@@ -102,6 +140,12 @@ impl GroupManager {
             Some(ResponseError::InvalidGroupId)
         } else if !self.active {
             Some(ResponseError::CoordinatorNotAvailable)
+        } else if self
+            .owned
+            .as_ref()
+            .is_some_and(|o| !o.contains(&self.partition_for(group_id)))
+        {
+            Some(ResponseError::NotCoordinator)
         } else if self.loading.contains(&self.partition_for(group_id)) {
             Some(ResponseError::CoordinatorLoadInProgress)
         } else {

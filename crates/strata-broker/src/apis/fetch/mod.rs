@@ -182,7 +182,7 @@ fn resolve(
     if partition < 0 || partition >= info.partitions {
         return Err(ApiError::UnknownTopicOrPartition);
     }
-    let current = broker.leader_epoch(info);
+    let current = broker.leader_epoch(info, partition);
     if current_leader_epoch >= 0 {
         if current_leader_epoch < current {
             return Err(ApiError::FencedLeaderEpoch {

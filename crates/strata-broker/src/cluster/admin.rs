@@ -1,0 +1,128 @@
+//! The metadata changes any broker makes on a client's behalf: topics
+//! (create, grow, reconfigure, delete) and producer-id blocks. Each is one etcd transaction conditional on the
+//! revision it read, so concurrent admins never overwrite each other; the
+//! controller then acts on the result (assigns new partitions).
+
+use uuid::Uuid;
+
+use super::layout::{self, TopicRecord};
+use super::store::{Cond, Op};
+use super::{Cluster, ClusterError};
+
+impl Cluster {
+    /// Create `topics/<name>`; `Ok(false)` if it already exists.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn create_topic(
+        &self,
+        name: &str,
+        record: &TopicRecord,
+    ) -> Result<bool, ClusterError> {
+        let key = layout::topic_key(name);
+        let r = self
+            .store
+            .txn(
+                &[Cond::CreateRevision(key.clone(), 0)],
+                &[Op::Put(
+                    key,
+                    serde_json::to_vec(record).expect("serializes"),
+                )],
+            )
+            .await;
+        self.note(&r);
+        Ok(r?.is_some())
+    }
+
+    /// Replace `topics/<name>` read at `expected`; `Ok(false)` if it changed.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn update_topic(
+        &self,
+        name: &str,
+        expected: i64,
+        record: &TopicRecord,
+    ) -> Result<bool, ClusterError> {
+        let key = layout::topic_key(name);
+        let r = self
+            .store
+            .txn(
+                &[Cond::ModRevision(key.clone(), expected)],
+                &[Op::Put(
+                    key,
+                    serde_json::to_vec(record).expect("serializes"),
+                )],
+            )
+            .await;
+        self.note(&r);
+        Ok(r?.is_some())
+    }
+
+    /// Delete topic `name` (read at `expected`, id `id`) with its partition
+    /// states, leaving a `deleted-topics/<id>` marker: a broker that was
+    /// down learns from it that its partitions of that id are to go.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn delete_topic(
+        &self,
+        name: &str,
+        expected: i64,
+        id: Uuid,
+    ) -> Result<bool, ClusterError> {
+        let key = layout::topic_key(name);
+        let r = self
+            .store
+            .txn(
+                &[Cond::ModRevision(key.clone(), expected)],
+                &[
+                    Op::Delete(key),
+                    Op::DeletePrefix(layout::topic_partitions_prefix(name)),
+                    Op::Put(layout::deleted_topic_key(id), name.as_bytes().to_vec()),
+                ],
+            )
+            .await;
+        self.note(&r);
+        Ok(r?.is_some())
+    }
+
+    /// Reserve `count` producer ids cluster-wide; returns the first. The
+    /// counter only grows, by compare-and-swap, so no two brokers ever get
+    /// overlapping blocks.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn allocate_producer_ids(&self, count: i64) -> Result<i64, ClusterError> {
+        for _ in 0..100 {
+            let r = self.store.get(layout::PRODUCER_IDS).await;
+            self.note(&r);
+            let (next, revision) = match r? {
+                Some(raw) => {
+                    let next = std::str::from_utf8(&raw.value)
+                        .ok()
+                        .and_then(|v| v.parse::<i64>().ok())
+                        .ok_or(ClusterError::Conflict)?;
+                    (next, raw.mod_revision)
+                }
+                None => (0, 0),
+            };
+            let end = next.checked_add(count).ok_or(ClusterError::Conflict)?;
+            let r = self
+                .store
+                .txn(
+                    &[Cond::ModRevision(layout::PRODUCER_IDS.into(), revision)],
+                    &[Op::Put(
+                        layout::PRODUCER_IDS.into(),
+                        end.to_string().into_bytes(),
+                    )],
+                )
+                .await;
+            self.note(&r);
+            if r?.is_some() {
+                return Ok(next);
+            }
+        }
+        Err(ClusterError::Conflict)
+    }
+}

@@ -1,0 +1,339 @@
+//! The controller's decisions, as a pure function of a [`Snapshot`]: which
+//! partitions need replicas (Kafka's placement), which need a new leader,
+//! which states belong to a topic that is gone. The mechanism that writes
+//! them (fenced compare-and-swap transactions) is `controller`.
+
+use crate::placement::{assign_replicas, BrokerMetadata};
+
+use super::layout::{PartitionRecord, Snapshot};
+
+/// One change the controller makes, with the revision it read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Create the states of new partitions of `topic` (each key must be absent).
+    Assign {
+        topic: String,
+        partitions: Vec<(i32, PartitionRecord)>,
+    },
+    /// Replace one partition's state read at revision `expected`.
+    Update {
+        topic: String,
+        partition: i32,
+        expected: i64,
+        record: PartitionRecord,
+    },
+    /// Remove the state of a partition whose topic is gone or was recreated.
+    Remove {
+        topic: String,
+        partition: i32,
+        expected: i64,
+    },
+}
+
+/// Everything the controller should change in `s` now. `fixed_start`
+/// replaces placement's random start (tests).
+pub(crate) fn plan(s: &Snapshot, fixed_start: Option<usize>) -> Vec<Decision> {
+    let mut out = Vec::new();
+    let live: Vec<BrokerMetadata> = s
+        .brokers
+        .values()
+        .map(|b| BrokerMetadata {
+            id: b.record.id,
+            rack: b.record.rack.clone(),
+        })
+        .collect();
+    for (name, topic) in &s.topics {
+        let t = &topic.value;
+        let missing: Vec<i32> = (0..t.partitions)
+            .filter(|p| {
+                s.partition(name, *p)
+                    .is_none_or(|st| st.value.topic_id != t.id)
+            })
+            .collect();
+        let Some(&first) = missing.first() else {
+            continue;
+        };
+        // Placement lays out consecutive partitions; a gap (a state removed
+        // by hand) is placed on its own.
+        let contiguous = missing
+            .iter()
+            .enumerate()
+            .all(|(i, p)| *p == first + i as i32);
+        let blocks: Vec<(i32, i32)> = if contiguous {
+            vec![(first, missing.len() as i32)]
+        } else {
+            missing.iter().map(|p| (*p, 1)).collect()
+        };
+        let mut partitions = Vec::new();
+        for (start, count) in blocks {
+            // A stale state of a recreated topic goes first (the loop
+            // below removes it); the new partitions are placed after.
+            if (start..start + count).any(|p| s.partition(name, p).is_some()) {
+                continue;
+            }
+            match assign_replicas(&live, count, t.replication_factor, fixed_start, start) {
+                Ok(assignment) => {
+                    for (i, replicas) in assignment.into_iter().enumerate() {
+                        let leader = replicas.first().copied().unwrap_or(-1);
+                        partitions.push((
+                            start + i as i32,
+                            PartitionRecord {
+                                topic_id: t.id,
+                                isr: replicas.clone(),
+                                replicas,
+                                leader,
+                                leader_epoch: 0,
+                                partition_epoch: 0,
+                            },
+                        ));
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(topic = %name, %error, "cannot place new partitions yet");
+                }
+            }
+        }
+        if !partitions.is_empty() {
+            out.push(Decision::Assign {
+                topic: name.clone(),
+                partitions,
+            });
+        }
+    }
+    for ((name, p), st) in &s.partitions {
+        let current = &st.value;
+        let topic_ok = s
+            .topics
+            .get(name)
+            .is_some_and(|t| t.value.id == current.topic_id && *p < t.value.partitions);
+        if !topic_ok {
+            out.push(Decision::Remove {
+                topic: name.clone(),
+                partition: *p,
+                expected: st.mod_revision,
+            });
+            continue;
+        }
+        let wanted = elect_leader(s, current);
+        if wanted != current.leader {
+            let mut record = current.clone();
+            record.leader = wanted;
+            record.leader_epoch += 1;
+            record.partition_epoch += 1;
+            out.push(Decision::Update {
+                topic: name.clone(),
+                partition: *p,
+                expected: st.mod_revision,
+                record,
+            });
+        }
+    }
+    out
+}
+
+/// Kafka's offline-partition election: keep a live leader; otherwise the
+/// first replica, in replica order, that is live and in the ISR; otherwise
+/// none (no unclean election).
+pub(crate) fn elect_leader(s: &Snapshot, p: &PartitionRecord) -> i32 {
+    if p.leader >= 0 && s.is_live(p.leader) {
+        return p.leader;
+    }
+    p.replicas
+        .iter()
+        .copied()
+        .find(|r| s.is_live(*r) && p.isr.contains(r))
+        .unwrap_or(-1)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use uuid::Uuid;
+
+    use super::super::layout::{BrokerRecord, LiveBroker, TopicRecord, Versioned};
+    use super::*;
+
+    fn snapshot(brokers: &[(i32, Option<&str>)]) -> Snapshot {
+        let mut s = Snapshot::default();
+        for (id, rack) in brokers {
+            s.brokers.insert(
+                *id,
+                LiveBroker {
+                    record: BrokerRecord {
+                        id: *id,
+                        rack: rack.map(str::to_string),
+                        listener: "PLAINTEXT".into(),
+                        host: "127.0.0.1".into(),
+                        port: 9000 + *id as u16,
+                    },
+                    epoch: 1,
+                },
+            );
+        }
+        s
+    }
+
+    fn add_topic(s: &mut Snapshot, name: &str, partitions: i32, rf: i16) -> Uuid {
+        let id = Uuid::new_v4();
+        s.topics.insert(
+            name.into(),
+            Versioned {
+                value: TopicRecord {
+                    id,
+                    partitions,
+                    replication_factor: rf,
+                    configs: BTreeMap::new(),
+                },
+                mod_revision: 3,
+            },
+        );
+        id
+    }
+
+    fn apply(s: &mut Snapshot, decisions: &[Decision]) {
+        for d in decisions {
+            match d {
+                Decision::Assign { topic, partitions } => {
+                    for (p, r) in partitions {
+                        s.partitions.insert(
+                            (topic.clone(), *p),
+                            Versioned {
+                                value: r.clone(),
+                                mod_revision: 10,
+                            },
+                        );
+                    }
+                }
+                Decision::Update {
+                    topic,
+                    partition,
+                    record,
+                    ..
+                } => {
+                    s.partitions.insert(
+                        (topic.clone(), *partition),
+                        Versioned {
+                            value: record.clone(),
+                            mod_revision: 11,
+                        },
+                    );
+                }
+                Decision::Remove {
+                    topic, partition, ..
+                } => {
+                    s.partitions.remove(&(topic.clone(), *partition));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn new_topic_spreads_leaders_over_every_live_broker() {
+        let mut s = snapshot(&[(1, None), (2, None), (3, None)]);
+        add_topic(&mut s, "t", 6, 1);
+        let d = plan(&s, None);
+        assert_eq!(d.len(), 1);
+        apply(&mut s, &d);
+        let mut per_broker = BTreeMap::new();
+        for p in 0..6 {
+            let st = &s.partition("t", p).unwrap().value;
+            assert_eq!(st.replicas.len(), 1);
+            assert_eq!(st.leader, st.replicas[0]);
+            *per_broker.entry(st.leader).or_insert(0) += 1;
+        }
+        assert_eq!(
+            per_broker.values().copied().collect::<Vec<_>>(),
+            vec![2, 2, 2]
+        );
+        assert!(plan(&s, None).is_empty(), "a settled cluster needs nothing");
+    }
+
+    #[test]
+    fn replicas_on_distinct_racks_and_leaders_even() {
+        let mut s = snapshot(&[
+            (1, Some("a")),
+            (2, Some("a")),
+            (3, Some("b")),
+            (4, Some("b")),
+            (5, Some("c")),
+            (6, Some("c")),
+        ]);
+        add_topic(&mut s, "t", 12, 3);
+        let d = plan(&s, None);
+        apply(&mut s, &d);
+        let mut leaders = BTreeMap::new();
+        for p in 0..12 {
+            let st = &s.partition("t", p).unwrap().value;
+            let racks: std::collections::BTreeSet<_> = st
+                .replicas
+                .iter()
+                .map(|r| s.brokers[r].record.rack.clone().unwrap())
+                .collect();
+            assert_eq!(racks.len(), 3, "partition {p}: {:?}", st.replicas);
+            *leaders.entry(st.leader).or_insert(0) += 1;
+        }
+        assert_eq!(leaders.len(), 6);
+        assert!(leaders.values().all(|n| *n == 2), "{leaders:?}");
+    }
+
+    #[test]
+    fn dead_leader_loses_leadership_and_gets_it_back_with_a_new_epoch() {
+        let mut s = snapshot(&[(1, None), (2, None)]);
+        add_topic(&mut s, "t", 2, 1);
+        let d = plan(&s, Some(0));
+        apply(&mut s, &d);
+        let led_by_1 = (0..2)
+            .find(|p| s.partition("t", *p).unwrap().value.leader == 1)
+            .unwrap();
+        s.brokers.remove(&1);
+        let d = plan(&s, None);
+        assert_eq!(d.len(), 1);
+        apply(&mut s, &d);
+        let st = &s.partition("t", led_by_1).unwrap().value;
+        assert_eq!((st.leader, st.leader_epoch), (-1, 1));
+        s = {
+            let mut back = snapshot(&[(1, None), (2, None)]);
+            back.topics = s.topics.clone();
+            back.partitions = s.partitions.clone();
+            back
+        };
+        let d = plan(&s, None);
+        apply(&mut s, &d);
+        let st = &s.partition("t", led_by_1).unwrap().value;
+        assert_eq!((st.leader, st.leader_epoch), (1, 2));
+    }
+
+    #[test]
+    fn states_of_deleted_or_recreated_topics_are_removed() {
+        let mut s = snapshot(&[(1, None)]);
+        add_topic(&mut s, "t", 1, 1);
+        let d = plan(&s, None);
+        apply(&mut s, &d);
+        add_topic(&mut s, "t", 1, 1); // recreated: new id
+        let d = plan(&s, None);
+        assert!(
+            matches!(d.as_slice(), [Decision::Remove { partition: 0, .. }]),
+            "{d:?}"
+        );
+        apply(&mut s, &d);
+        let d = plan(&s, None);
+        apply(&mut s, &d);
+        assert_eq!(
+            s.partition("t", 0).unwrap().value.topic_id,
+            s.topics["t"].value.id
+        );
+        s.topics.clear();
+        assert!(matches!(
+            plan(&s, None).as_slice(),
+            [Decision::Remove { .. }]
+        ));
+    }
+
+    #[test]
+    fn too_few_brokers_waits_instead_of_placing_badly() {
+        let mut s = snapshot(&[(1, None)]);
+        add_topic(&mut s, "t", 1, 2);
+        assert!(plan(&s, None).is_empty());
+    }
+}

@@ -1,0 +1,146 @@
+//! Cluster mode: applies each metadata snapshot to this broker, then marks
+//! it applied (requests are answered from the applied one only).
+//!
+//! - The topic store becomes an in-memory mirror of etcd's topics.
+//! - A partition whose replicas include this broker gets its log (created
+//!   with its topic id) and its topic's effective config; the only replica
+//!   commits what it holds, so its high watermark is its log end.
+//! - A partition this broker leads in `__consumer_offsets` is loaded into
+//!   the group coordinator; one it stops leading is unloaded.
+//! - A local partition is deleted only when etcd says so: its topic id has
+//!   a deletion marker, or etcd's topic of that name has another id, or
+//!   the controller assigned the partition to other brokers. A partition
+//!   etcd knows nothing about is kept, with a WARN (Kafka's stray-partition
+//!   rule: never delete on a guess).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use strata_log::TopicPartition;
+use tokio::sync::watch;
+
+use crate::broker::{effective_config, Broker};
+use crate::cluster::{Cluster, Snapshot};
+use crate::group::OFFSETS_TOPIC;
+use crate::reconcile::read_partition_topic_id;
+use crate::topics::TopicInfo;
+
+/// Apply snapshots as the watch delivers them, until shutdown.
+pub(crate) async fn run(
+    broker: Arc<Broker>,
+    cluster: Arc<Cluster>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut rx = cluster.subscribe();
+    loop {
+        let next = rx.borrow_and_update().clone();
+        if next.revision != cluster.applied().revision {
+            let previous = cluster.applied();
+            let snapshot = next.clone();
+            let led = broker
+                .blocking(move |b| apply(b, &previous, &snapshot))
+                .await;
+            cluster.set_applied(next);
+            broker.groups.set_owned_partitions(&broker, led).await;
+            broker.notify_appended();
+        }
+        tokio::select! {
+            r = rx.changed() => if r.is_err() { return },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Apply `new` (blocking). Returns the `__consumer_offsets` partitions this
+/// broker leads in it.
+pub(crate) fn apply(b: &Broker, old: &Snapshot, new: &Snapshot) -> BTreeSet<i32> {
+    let me = b.config.node_id;
+    b.topics
+        .replace_topics(new.topics.iter().map(|(name, t)| TopicInfo {
+            name: name.clone(),
+            id: t.value.id,
+            partitions: t.value.partitions,
+            leader_epoch: 0,
+            configs: t.value.configs.clone(),
+        }));
+    let defaults = b.log_defaults();
+    let mut led_offsets = BTreeSet::new();
+    for ((topic, p), state) in &new.partitions {
+        let state = &state.value;
+        if !state.replicas.contains(&me) {
+            continue;
+        }
+        let Some(info) = b.topics.get(topic).filter(|t| t.id == state.topic_id) else {
+            continue;
+        };
+        let tp = TopicPartition::new(topic.clone(), *p);
+        let config = effective_config(&defaults, &info);
+        if b.refused.contains_key(&tp) {
+            continue;
+        }
+        let log = match b.logs.get_or_create_log(&tp, config.clone(), Some(info.id)) {
+            Ok(log) => log,
+            Err(error) => {
+                tracing::error!(%tp, error = %strata_log::ErrorChain(&error), "cannot create the log of an assigned partition");
+                continue;
+            }
+        };
+        if log.config() != config {
+            log.update_config(config);
+        }
+        if state.leader == me {
+            log.update_high_watermark(log.log_end_offset());
+            if topic == OFFSETS_TOPIC {
+                led_offsets.insert(*p);
+            }
+            let was = old
+                .partition(topic, *p)
+                .map(|s| (s.value.leader, s.value.leader_epoch));
+            if was != Some((me, state.leader_epoch)) {
+                tracing::info!(%tp, leader_epoch = state.leader_epoch, "leading partition");
+            }
+        }
+    }
+    remove_strays(b, new, old.revision == 0);
+    led_offsets
+}
+
+/// Delete local partitions etcd confirms are not this broker's (see the
+/// module doc); keep, with a WARN, those etcd does not know.
+fn remove_strays(b: &Broker, s: &Snapshot, warn_unknown: bool) {
+    let me = b.config.node_id;
+    for log in b.logs.all_logs() {
+        let tp = log.topic_partition().clone();
+        let Some(on_disk) = read_partition_topic_id(&log.dir()) else {
+            continue;
+        };
+        let reason = if s.deleted_topics.contains(&on_disk) {
+            Some("its topic was deleted")
+        } else {
+            match s.topics.get(&tp.topic) {
+                Some(t) if t.value.id != on_disk => Some("its topic was deleted and created again"),
+                Some(t) if tp.partition >= t.value.partitions => None,
+                Some(_) => match s.partition(&tp.topic, tp.partition) {
+                    Some(st)
+                        if st.value.topic_id == on_disk && !st.value.replicas.contains(&me) =>
+                    {
+                        Some("the controller assigned it to other brokers")
+                    }
+                    _ => None,
+                },
+                None => {
+                    if warn_unknown {
+                        tracing::warn!(%tp, topic_id = %on_disk, "the cluster metadata does not know this partition; keeping it untouched");
+                    }
+                    None
+                }
+            }
+        };
+        if let Some(reason) = reason {
+            tracing::warn!(%tp, topic_id = %on_disk, reason, "deleting a stray partition");
+            if let Err(error) = b.logs.async_delete(&tp) {
+                tracing::error!(%tp, error = %strata_log::ErrorChain(&error), "could not delete a stray partition");
+            }
+        }
+    }
+}
