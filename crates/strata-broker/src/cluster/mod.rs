@@ -440,3 +440,6 @@ async fn follow(
             .send_replace(Arc::new(Snapshot::parse(&raw, revision)));
     }
 }
+
+#[cfg(test)]
+mod tests;

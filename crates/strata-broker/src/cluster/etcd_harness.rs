@@ -1,4 +1,4 @@
-//! Test helper: a real etcd on loopback for the cluster tests, one member
+//! Test helper (compiled into the cluster unit tests only): a real etcd on loopback for the cluster tests, one member
 //! ([`Etcd`]) or three wired into one cluster ([`EtcdCluster`]), plus a
 //! check that the helper itself starts, restarts and loses quorum as the
 //! etcd-failure tests assume.
