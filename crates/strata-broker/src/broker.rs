@@ -288,24 +288,18 @@ impl Broker {
         // Topic config changes read the defaults under the same lock, so a
         // log never ends up with a mix of old and new.
         let _admin = self.admin.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(defaults) = self.dynamic.alter(level, validate_only, change)? {
-            let mut updated = 0usize;
-            for log in self.logs.all_logs() {
-                let cfg = match self.topics.get(&log.topic_partition().topic) {
-                    Some(info) => effective_config(&defaults, &info),
-                    None => (*defaults).clone(),
-                };
-                if log.config() != cfg {
-                    log.update_config(cfg);
-                    updated += 1;
-                }
+        let changed = match &self.cluster {
+            None => self.dynamic.alter(level, validate_only, change)?,
+            Some(cluster) => {
+                self.dynamic
+                    .alter_with(level, validate_only, change, |current, new| {
+                        self.write_broker_configs(cluster, resource_name, current, new)
+                    })?
             }
-            self.logs.cleaner().wake();
-            tracing::info!(
-                resource = resource_name,
-                logs = updated,
-                "dynamic broker config applied"
-            );
+        };
+        if let Some(defaults) = changed {
+            self.push_log_defaults(&defaults);
+            tracing::info!(resource = resource_name, "dynamic broker config applied");
         } else if !validate_only {
             tracing::info!(
                 resource = resource_name,
@@ -313,6 +307,51 @@ impl Broker {
             );
         }
         Ok(())
+    }
+
+    /// Cluster mode: write one level of dynamic broker configs to etcd,
+    /// only if etcd still holds `current` (compare-and-swap).
+    fn write_broker_configs(
+        &self,
+        cluster: &Cluster,
+        resource_name: &str,
+        current: &BTreeMap<String, String>,
+        new: &BTreeMap<String, String>,
+    ) -> Result<(), DynamicConfigError> {
+        let latest = cluster.subscribe().borrow().clone();
+        let stored = latest.broker_configs.get(resource_name);
+        let concurrent = || DynamicConfigError::Cluster {
+            reason: "the broker configs changed concurrently; retry".into(),
+        };
+        if stored.map_or(!current.is_empty(), |v| v.value != *current) {
+            return Err(concurrent());
+        }
+        let expected = stored.map_or(0, |v| v.mod_revision);
+        match self.block_on(cluster.put_broker_configs(resource_name, expected, new)) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(concurrent()),
+            Err(e) => Err(DynamicConfigError::Cluster {
+                reason: strata_log::ErrorChain(&e).to_string(),
+            }),
+        }
+    }
+
+    /// Recompute every live log's config from `defaults` and its topic's
+    /// overrides (topics overriding a key keep their value).
+    pub(crate) fn push_log_defaults(&self, defaults: &LogConfig) {
+        let mut updated = 0usize;
+        for log in self.logs.all_logs() {
+            let cfg = match self.topics.get(&log.topic_partition().topic) {
+                Some(info) => effective_config(defaults, &info),
+                None => defaults.clone(),
+            };
+            if log.config() != cfg {
+                log.update_config(cfg);
+                updated += 1;
+            }
+        }
+        self.logs.cleaner().wake();
+        tracing::debug!(logs = updated, "log defaults pushed");
     }
 }
 

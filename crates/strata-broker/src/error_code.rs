@@ -133,6 +133,7 @@ impl DynamicConfigError {
             DynamicConfigError::Io { .. }
             | DynamicConfigError::Parse { .. }
             | DynamicConfigError::Version { .. } => R::UnknownServerError,
+            DynamicConfigError::Cluster { .. } => R::RequestTimedOut,
             DynamicConfigError::NotDynamic { .. }
             | DynamicConfigError::InvalidValue { .. }
             | DynamicConfigError::UnexpectedBrokerId { .. }

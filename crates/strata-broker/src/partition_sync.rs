@@ -1,7 +1,9 @@
 //! Cluster mode: applies each metadata snapshot to this broker, then marks
 //! it applied (requests are answered from the applied one only).
 //!
-//! - The topic store becomes an in-memory mirror of etcd's topics.
+//! - The topic store becomes an in-memory mirror of etcd's topics, and the
+//!   dynamic broker configs (cluster default and this broker's) take
+//!   etcd's levels, pushing new log defaults to every live log.
 //! - A partition whose replicas include this broker gets its log (created
 //!   with its topic id) and its topic's effective config; the only replica
 //!   commits what it holds, so its high watermark is its log end.
@@ -63,6 +65,14 @@ pub(crate) fn apply(b: &Broker, old: &Snapshot, new: &Snapshot) -> BTreeSet<i32>
             leader_epoch: 0,
             configs: t.value.configs.clone(),
         }));
+    let me_name = me.to_string();
+    if let Some(defaults) = b
+        .dynamic
+        .replace_levels(new.broker_configs(""), new.broker_configs(&me_name))
+    {
+        tracing::info!("dynamic broker configs changed in the cluster; applying");
+        b.push_log_defaults(&defaults);
+    }
     let defaults = b.log_defaults();
     let mut led_offsets = BTreeSet::new();
     for ((topic, p), state) in &new.partitions {

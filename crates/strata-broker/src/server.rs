@@ -399,7 +399,11 @@ fn open_clustered_storage(
                 configs: t.value.configs.clone(),
             }),
     );
-    let dynamic = Arc::new(DynamicBrokerConfig::open(&config.log_dirs[0], config)?);
+    let dynamic = Arc::new(DynamicBrokerConfig::clustered(
+        config,
+        first.broker_configs(""),
+        first.broker_configs(&config.node_id.to_string()),
+    ));
     let mut effective = config.clone();
     effective.log_config = (*dynamic.log_defaults()).clone();
     let config = &effective;

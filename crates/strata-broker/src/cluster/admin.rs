@@ -1,7 +1,10 @@
 //! The metadata changes any broker makes on a client's behalf: topics
-//! (create, grow, reconfigure, delete) and producer-id blocks. Each is one etcd transaction conditional on the
+//! (create, grow, reconfigure, delete), dynamic broker configs and
+//! producer-id blocks. Each is one etcd transaction conditional on the
 //! revision it read, so concurrent admins never overwrite each other; the
 //! controller then acts on the result (assigns new partitions).
+
+use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
@@ -82,6 +85,35 @@ impl Cluster {
                     Op::Put(layout::deleted_topic_key(id), name.as_bytes().to_vec()),
                 ],
             )
+            .await;
+        self.note(&r);
+        Ok(r?.is_some())
+    }
+
+    /// Replace the dynamic configs of BROKER resource `resource` (empty:
+    /// the cluster default) read at `expected` (0: absent); `Ok(false)` if
+    /// they changed since.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn put_broker_configs(
+        &self,
+        resource: &str,
+        expected: i64,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<bool, ClusterError> {
+        let key = layout::broker_config_key(resource);
+        let op = if configs.is_empty() {
+            Op::Delete(key.clone())
+        } else {
+            Op::Put(
+                key.clone(),
+                serde_json::to_vec(configs).expect("serializes"),
+            )
+        };
+        let r = self
+            .store
+            .txn(&[Cond::ModRevision(key, expected)], &[op])
             .await;
         self.note(&r);
         Ok(r?.is_some())

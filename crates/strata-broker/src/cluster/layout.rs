@@ -51,6 +51,11 @@ pub(crate) fn deleted_topic_key(id: Uuid) -> String {
     format!("{DELETED_TOPICS}{id}")
 }
 
+/// `configs/brokers/<id>`; the empty resource name is the cluster default.
+pub(crate) fn broker_config_key(resource: &str) -> String {
+    format!("{BROKER_CONFIGS}{resource}")
+}
+
 /// A live broker's registration (`brokers/<id>`, under its lease).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct BrokerRecord {
@@ -240,6 +245,14 @@ impl Snapshot {
 
     pub(crate) fn is_live(&self, broker: i32) -> bool {
         self.brokers.contains_key(&broker)
+    }
+
+    /// The dynamic configs of BROKER resource `resource` (empty: default).
+    pub(crate) fn broker_configs(&self, resource: &str) -> BTreeMap<String, String> {
+        self.broker_configs
+            .get(resource)
+            .map(|v| v.value.clone())
+            .unwrap_or_default()
     }
 
     pub(crate) fn controller_id(&self) -> Option<i32> {

@@ -381,24 +381,36 @@ async fn follow(
         .latest
         .send_replace(Arc::new(Snapshot::parse(&raw, revision)));
     let mut stream = cluster.store.watch(revision + 1).await?;
-    // A progress notification at least this often; silence means etcd is gone.
-    let silence = REQUEST_TIMEOUT * 3;
+    // etcd answers a progress request at once; one unanswered for this long
+    // means etcd is gone (a quiet cluster and a dead etcd look alike otherwise).
+    let silence = REQUEST_TIMEOUT * 2;
+    let mut ask = tokio::time::interval(REQUEST_TIMEOUT);
+    let mut last_heard = tokio::time::Instant::now();
     loop {
         let msg = tokio::select! {
-            m = tokio::time::timeout(silence, stream.message()) => m,
-            _ = shutdown.changed() => return Ok(()),
-        };
-        let resp = match msg {
-            Err(_) => {
-                return Err(ClusterError::Timeout {
+            m = stream.message() => m,
+            _ = ask.tick() => {
+                if last_heard.elapsed() > silence {
+                    return Err(ClusterError::Timeout {
+                        op: "watching the cluster metadata",
+                        endpoints: cluster.store.endpoints().to_string(),
+                        after: silence,
+                    });
+                }
+                stream.request_progress().await.map_err(|source| ClusterError::Etcd {
                     op: "watching the cluster metadata",
                     endpoints: cluster.store.endpoints().to_string(),
-                    after: silence,
-                })
+                    source,
+                })?;
+                continue;
             }
-            Ok(Ok(Some(resp))) => resp,
-            Ok(Ok(None)) => return Ok(()),
-            Ok(Err(source)) => {
+            _ = shutdown.changed() => return Ok(()),
+        };
+        last_heard = tokio::time::Instant::now();
+        let resp = match msg {
+            Ok(Some(resp)) => resp,
+            Ok(None) => return Ok(()),
+            Err(source) => {
                 return Err(ClusterError::Etcd {
                     op: "watching the cluster metadata",
                     endpoints: cluster.store.endpoints().to_string(),

@@ -4,6 +4,9 @@
 //! after `request_timeout`, never a hang.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{
@@ -17,7 +20,10 @@ use super::ClusterError;
 /// An etcd connection scoped to one prefix.
 #[derive(Clone)]
 pub(crate) struct MetaStore {
-    client: Client,
+    /// One client per endpoint: a call goes to the current one and moves on
+    /// to the next when a member does not answer.
+    clients: Vec<Client>,
+    current: Arc<AtomicUsize>,
     prefix: String,
     endpoints: String,
     request_timeout: Duration,
@@ -66,17 +72,22 @@ impl MetaStore {
             .with_timeout(request_timeout)
             .with_keep_alive(Duration::from_secs(2), request_timeout);
         let joined = endpoints.join(",");
-        let client = Client::connect(endpoints, Some(options))
-            .await
-            .map_err(|source| ClusterError::Etcd {
-                op: "connecting",
-                endpoints: joined.clone(),
-                source,
-            })?;
+        let mut clients = Vec::new();
+        for endpoint in endpoints {
+            let client = Client::connect([endpoint], Some(options.clone()))
+                .await
+                .map_err(|source| ClusterError::Etcd {
+                    op: "connecting",
+                    endpoints: joined.clone(),
+                    source,
+                })?;
+            clients.push(client);
+        }
         let mut prefix = prefix.trim_end_matches('/').to_string();
         prefix.push('/');
         Ok(MetaStore {
-            client,
+            clients,
+            current: Arc::new(AtomicUsize::new(0)),
             prefix,
             endpoints: joined,
             request_timeout,
@@ -91,37 +102,64 @@ impl MetaStore {
         format!("{}{key}", self.prefix)
     }
 
-    fn err(&self, op: &'static str) -> impl FnOnce(etcd_client::Error) -> ClusterError + '_ {
-        move |source| ClusterError::Etcd {
-            op,
-            endpoints: self.endpoints.clone(),
-            source,
+    /// Run `f` against the current member, moving on to the next member
+    /// when one is down or does not answer, until `request_timeout` has
+    /// passed. Every write is a conditional transaction, so a write retried
+    /// after an answer was lost fails its condition instead of applying twice.
+    async fn call<T, F, Fut>(&self, op: &'static str, f: F) -> Result<T, ClusterError>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.request_timeout;
+        let n = self.clients.len();
+        let per_attempt = (self.request_timeout / n as u32).max(Duration::from_secs(1));
+        let mut last = None;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            let i = self.current.load(Ordering::Relaxed) % n;
+            let attempt = per_attempt.min(deadline - now);
+            match tokio::time::timeout(attempt, f(self.clients[i].clone())).await {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) if !member_unavailable(&e) => {
+                    return Err(ClusterError::Etcd {
+                        op,
+                        endpoints: self.endpoints.clone(),
+                        source: e,
+                    })
+                }
+                Ok(Err(e)) => last = Some(e),
+                Err(_) => {}
+            }
+            let _ =
+                self.current
+                    .compare_exchange(i, (i + 1) % n, Ordering::Relaxed, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-
-    async fn deadline<T>(
-        &self,
-        op: &'static str,
-        fut: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, ClusterError> {
-        match tokio::time::timeout(self.request_timeout, fut).await {
-            Ok(r) => r.map_err(self.err(op)),
-            Err(_) => Err(ClusterError::Timeout {
+        Err(match last {
+            Some(source) => ClusterError::Etcd {
+                op,
+                endpoints: self.endpoints.clone(),
+                source,
+            },
+            None => ClusterError::Timeout {
                 op,
                 endpoints: self.endpoints.clone(),
                 after: self.request_timeout,
-            }),
-        }
+            },
+        })
     }
 
     /// Every key under the prefix (relative names) and the store's revision.
     pub(crate) async fn load(&self) -> Result<(BTreeMap<String, RawValue>, i64), ClusterError> {
-        let mut client = self.client.clone();
         let resp = self
-            .deadline(
-                "reading the cluster metadata",
-                client.get(self.prefix.clone(), Some(GetOptions::new().with_prefix())),
-            )
+            .call("reading the cluster metadata", |mut c| {
+                let key = self.prefix.clone();
+                async move { c.get(key, Some(GetOptions::new().with_prefix())).await }
+            })
             .await?;
         let revision = resp.header().map_or(0, |h| h.revision());
         let mut out = BTreeMap::new();
@@ -142,12 +180,11 @@ impl MetaStore {
 
     /// One key (relative name), if it exists.
     pub(crate) async fn get(&self, key: &str) -> Result<Option<RawValue>, ClusterError> {
-        let mut client = self.client.clone();
         let resp = self
-            .deadline(
-                "reading the cluster metadata",
-                client.get(self.full(key), None),
-            )
+            .call("reading the cluster metadata", |mut c| {
+                let key = self.full(key);
+                async move { c.get(key, None).await }
+            })
             .await?;
         Ok(resp.kvs().first().map(|kv| RawValue {
             value: kv.value().to_vec(),
@@ -194,12 +231,11 @@ impl MetaStore {
                 ),
             })
             .collect();
-        let mut client = self.client.clone();
         let resp = self
-            .deadline(
-                "writing the cluster metadata",
-                client.txn(Txn::new().when(compares).and_then(txn_ops)),
-            )
+            .call("writing the cluster metadata", |mut c| {
+                let txn = Txn::new().when(compares.clone()).and_then(txn_ops.clone());
+                async move { c.txn(txn).await }
+            })
             .await?;
         let revision = resp.header().map_or(0, |h| h.revision());
         Ok(resp.succeeded().then_some(revision))
@@ -207,51 +243,65 @@ impl MetaStore {
 
     /// A new lease of `ttl_s` seconds.
     pub(crate) async fn grant(&self, ttl_s: i64) -> Result<i64, ClusterError> {
-        let mut client = self.client.clone();
         let resp = self
-            .deadline("granting a lease", client.lease_grant(ttl_s, None))
+            .call("granting a lease", |mut c| async move {
+                c.lease_grant(ttl_s, None).await
+            })
             .await?;
         Ok(resp.id())
     }
 
     /// Renew `lease` once; `Ok(false)` when etcd no longer knows it (expired).
     pub(crate) async fn keep_alive_once(&self, lease: i64) -> Result<bool, ClusterError> {
-        let mut client = self.client.clone();
-        let fut = async move {
-            let (mut keeper, mut stream) = client.lease_keep_alive(lease).await?;
-            keeper.keep_alive().await?;
-            match stream.message().await? {
-                Some(resp) => Ok(resp.ttl() > 0),
-                None => Ok(false),
+        // Opening the keep-alive stream sends one renewal and reads its
+        // answer; the client reports "no such lease" as an error, which the
+        // lease's remaining time confirms.
+        self.call("renewing the broker's lease", |mut c| async move {
+            match c.lease_keep_alive(lease).await {
+                Ok(_) => Ok(true),
+                Err(etcd_client::Error::LeaseKeepAliveError(_)) => {
+                    let left = c.lease_time_to_live(lease, None).await?;
+                    Ok(left.ttl() > 0)
+                }
+                Err(e) => Err(e),
             }
-        };
-        self.deadline("renewing the broker's lease", fut).await
+        })
+        .await
     }
 
     /// Revoke `lease` (its keys go at once).
     pub(crate) async fn revoke(&self, lease: i64) -> Result<(), ClusterError> {
-        let mut client = self.client.clone();
-        self.deadline("revoking a lease", client.lease_revoke(lease))
-            .await
-            .map(drop)
+        self.call("revoking a lease", |mut c| async move {
+            c.lease_revoke(lease).await
+        })
+        .await
+        .map(drop)
     }
 
-    /// Watch every key under the prefix from `revision` on (with progress
-    /// notifications, so a silent etcd is told apart from a quiet one).
+    /// Watch every key under the prefix from `revision` on.
     pub(crate) async fn watch(&self, revision: i64) -> Result<WatchStream, ClusterError> {
-        let mut client = self.client.clone();
-        self.deadline(
-            "watching the cluster metadata",
-            client.watch(
-                self.prefix.clone(),
-                Some(
-                    WatchOptions::new()
-                        .with_prefix()
-                        .with_start_revision(revision)
-                        .with_progress_notify(),
-                ),
-            ),
-        )
+        self.call("watching the cluster metadata", |mut c| {
+            let key = self.prefix.clone();
+            async move {
+                let options = WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(revision);
+                c.watch(key, Some(options)).await
+            }
+        })
         .await
+    }
+}
+
+/// An error that says the member did not take the request (down, refusing
+/// connections, or without a leader), so another member may.
+fn member_unavailable(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
+        etcd_client::Error::GRpcStatus(status) => matches!(
+            status.code(),
+            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Unknown
+        ),
+        _ => false,
     }
 }

@@ -92,6 +92,9 @@ pub enum DynamicConfigError {
     },
     #[error("{path} has unsupported format version {version}")]
     Version { path: PathBuf, version: u32 },
+    /// Cluster mode: the change could not be written to etcd.
+    #[error("cluster metadata: {reason}")]
+    Cluster { reason: String },
 }
 
 /// An invalid value of broker property `name`, from the log-config parser.
@@ -142,7 +145,9 @@ struct State {
 pub(crate) struct DynamicBrokerConfig {
     node_id: i32,
     static_props: BTreeMap<String, String>,
-    path: PathBuf,
+    /// The file the levels persist to; `None` in cluster mode, where they
+    /// live in etcd and the caller of [`Self::alter_with`] writes them.
+    path: Option<PathBuf>,
     state: RwLock<State>,
     writer: Mutex<()>,
 }
@@ -159,7 +164,32 @@ impl DynamicBrokerConfig {
         config: &BrokerConfig,
     ) -> Result<DynamicBrokerConfig, DynamicConfigError> {
         let path = dir.join(BROKER_CONFIGS_FILE);
-        let mut doc = store::load(&path)?;
+        let doc = store::load(&path)?;
+        Ok(Self::from_document(Some(path), doc, config))
+    }
+
+    /// Cluster mode: the levels come from etcd (`cluster_default` and this
+    /// broker's `per_broker`), nothing is read from or written to a file.
+    pub(crate) fn clustered(
+        config: &BrokerConfig,
+        cluster_default: BTreeMap<String, String>,
+        per_broker: BTreeMap<String, String>,
+    ) -> DynamicBrokerConfig {
+        let mut doc = store::Document {
+            cluster_default,
+            ..store::Document::default()
+        };
+        if !per_broker.is_empty() {
+            doc.brokers.insert(config.node_id.to_string(), per_broker);
+        }
+        Self::from_document(None, doc, config)
+    }
+
+    fn from_document(
+        path: Option<PathBuf>,
+        mut doc: store::Document,
+        config: &BrokerConfig,
+    ) -> DynamicBrokerConfig {
         sanitize(&mut doc.cluster_default, "cluster default");
         for (id, level) in doc.brokers.iter_mut() {
             sanitize(level, id);
@@ -183,7 +213,7 @@ impl DynamicBrokerConfig {
             cluster_default: doc.cluster_default.clone(),
             merged,
         };
-        Ok(DynamicBrokerConfig {
+        DynamicBrokerConfig {
             node_id: config.node_id,
             static_props: config.properties.clone(),
             path,
@@ -193,7 +223,56 @@ impl DynamicBrokerConfig {
                 log_defaults: Arc::new(log_defaults),
             }),
             writer: Mutex::new(()),
-        })
+        }
+    }
+
+    /// Cluster mode: take the levels another broker wrote to etcd. Returns
+    /// the new log defaults when they changed (the caller pushes them to
+    /// the live logs), `None` when nothing this broker uses changed.
+    pub(crate) fn replace_levels(
+        &self,
+        mut cluster_default: BTreeMap<String, String>,
+        mut per_broker: BTreeMap<String, String>,
+    ) -> Option<Arc<LogConfig>> {
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        sanitize(&mut cluster_default, "cluster default");
+        sanitize(&mut per_broker, "this broker");
+        let (old_snapshot, old_defaults) = {
+            let s = self.read();
+            (s.snapshot.clone(), s.log_defaults.clone())
+        };
+        if old_snapshot.cluster_default == cluster_default && old_snapshot.per_broker == per_broker
+        {
+            return None;
+        }
+        let merged = merge(&self.static_props, &cluster_default, &per_broker);
+        let defaults = match LogConfig::from_broker_properties(&merged) {
+            Ok(c) => c,
+            Err(error) => {
+                tracing::error!(%error, "dynamic broker configs from the cluster do not combine; keeping the current ones");
+                return None;
+            }
+        };
+        let mut doc = store::Document {
+            cluster_default: cluster_default.clone(),
+            ..store::Document::default()
+        };
+        if !per_broker.is_empty() {
+            doc.brokers
+                .insert(self.node_id.to_string(), per_broker.clone());
+        }
+        let changed = *old_defaults != defaults;
+        let defaults = Arc::new(defaults);
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = State {
+            doc,
+            snapshot: Arc::new(Snapshot {
+                per_broker,
+                cluster_default,
+                merged,
+            }),
+            log_defaults: defaults.clone(),
+        };
+        changed.then_some(defaults)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
@@ -250,6 +329,23 @@ impl DynamicBrokerConfig {
             &BTreeMap<String, String>,
         ) -> Result<BTreeMap<String, String>, DynamicConfigError>,
     ) -> Result<Option<Arc<LogConfig>>, DynamicConfigError> {
+        self.alter_with(level, validate_only, change, |_, _| Ok(()))
+    }
+
+    /// [`Self::alter`], with `write(current, new)` storing the changed
+    /// level first when the configs have no file (cluster mode: etcd).
+    pub(crate) fn alter_with(
+        &self,
+        level: Level,
+        validate_only: bool,
+        change: impl FnOnce(
+            &BTreeMap<String, String>,
+        ) -> Result<BTreeMap<String, String>, DynamicConfigError>,
+        write: impl FnOnce(
+            &BTreeMap<String, String>,
+            &BTreeMap<String, String>,
+        ) -> Result<(), DynamicConfigError>,
+    ) -> Result<Option<Arc<LogConfig>>, DynamicConfigError> {
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let (mut doc, old_defaults) = {
             let s = self.read();
@@ -262,6 +358,7 @@ impl DynamicBrokerConfig {
         };
         let new = change(&current)?;
         validate_level(&new)?;
+        let written = new.clone();
         match level {
             Level::ClusterDefault => doc.cluster_default = new,
             Level::Broker if new.is_empty() => {
@@ -282,7 +379,10 @@ impl DynamicBrokerConfig {
         if validate_only {
             return Ok(None);
         }
-        store::persist(&self.path, &doc)?;
+        match &self.path {
+            Some(path) => store::persist(path, &doc)?,
+            None => write(&current, &written)?,
+        }
         let changed = *old_defaults != defaults;
         let defaults = Arc::new(defaults);
         let snapshot = Snapshot {
