@@ -40,12 +40,16 @@ def port_accepts(port: int) -> bool:
 class StrataBroker:
     """One `strata serve` process; start/stop/kill may be repeated on the same log dir."""
 
-    def __init__(self, binary: Path, log_dir: Path, output_dir: Path, overrides: dict[str, str] | None = None):
+    def __init__(self, binary: Path, log_dir: Path, output_dir: Path, overrides: dict[str, str] | None = None,
+                 port: int | None = None):
         self.binary = binary
         self.log_dir = log_dir
         self.output_dir = output_dir
         self.overrides = dict(overrides or {})
-        self.port: int | None = None
+        # A fixed port is kept across restarts (a cluster broker registers its address in etcd
+        # and peers and clients look for it there); otherwise every start takes a free one.
+        self.fixed_port = port
+        self.port: int | None = port
         self.process: subprocess.Popen | None = None
         self.starts = 0
         self.output_files: list[Path] = []
@@ -68,9 +72,15 @@ class StrataBroker:
         return cmd
 
     def start(self) -> "StrataBroker":
+        """Starts the broker and waits until its port accepts connections."""
+        self.spawn()
+        return self.wait_ready()
+
+    def spawn(self) -> "StrataBroker":
+        """Starts the process without waiting for it (brokers of a cluster start together)."""
         if self.process is not None and self.process.poll() is None:
             raise BrokerError("broker is already running")
-        self.port = free_port()
+        self.port = self.fixed_port or free_port()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         out_path = self.output_dir / f"strata-{self.starts}.log"
@@ -83,6 +93,12 @@ class StrataBroker:
             self.process = subprocess.Popen(
                 self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
             )
+        return self
+
+    def wait_ready(self) -> "StrataBroker":
+        """Waits until the port accepts connections; kills the broker if it does not in time."""
+        if self.process is None:
+            raise BrokerError("broker has not been started")
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             code = self.process.poll()
