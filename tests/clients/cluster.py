@@ -17,6 +17,13 @@ from typing import Callable, TypeVar
 
 from broker import StrataBroker
 
+# What every cluster test's brokers run with (cluster_factory): short enough that a dead
+# broker's lease expires well within a test's patience.
+CLUSTER_SETTINGS = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+}
+
 METADATA_TIMEOUT_S = 5.0
 MEMBERS_TIMEOUT_S = 30.0
 
@@ -116,17 +123,11 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
     return bytes(out)
 
 
-def metadata(bootstrap: str, topics: list[str] | None = None, timeout_s: float = METADATA_TIMEOUT_S) -> Metadata:
-    """Metadata v7 from the one broker at `bootstrap` ("host:port"): all topics when `topics` is
-    None. Never creates a topic. Raises OSError when the broker cannot be reached."""
+def _call(bootstrap: str, api_key: int, version: int, body: bytes, timeout_s: float) -> _Reader:
+    """One request (header v1) to the broker at `bootstrap`; returns a reader past the response
+    header. Raises OSError when the broker cannot be reached or does not answer in time."""
     correlation_id = 14
-    header = struct.pack(">hhi", 3, 7, correlation_id) + _string("strata-cluster-test")
-    if topics is None:
-        body = struct.pack(">i", -1)
-    else:
-        body = struct.pack(">i", len(topics)) + b"".join(_string(t) for t in topics)
-    body += struct.pack(">b", 0)  # allow_auto_topic_creation
-    frame = header + body
+    frame = struct.pack(">hhi", api_key, version, correlation_id) + _string("strata-cluster-test") + body
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
         sock.sendall(struct.pack(">i", len(frame)) + frame)
@@ -134,6 +135,18 @@ def metadata(bootstrap: str, topics: list[str] | None = None, timeout_s: float =
         payload = _recv_exactly(sock, size)
     r = _Reader(payload)
     assert r.take("i") == correlation_id
+    return r
+
+
+def metadata(bootstrap: str, topics: list[str] | None = None, timeout_s: float = METADATA_TIMEOUT_S) -> Metadata:
+    """Metadata v7 from the one broker at `bootstrap` ("host:port"): all topics when `topics` is
+    None. Never creates a topic. Raises OSError when the broker cannot be reached."""
+    if topics is None:
+        body = struct.pack(">i", -1)
+    else:
+        body = struct.pack(">i", len(topics)) + b"".join(_string(t) for t in topics)
+    body += struct.pack(">b", 0)  # allow_auto_topic_creation
+    r = _call(bootstrap, 3, 7, body, timeout_s)
     r.take("i")  # throttle_time_ms
     brokers = {}
     for _ in range(r.take("i")):
@@ -149,6 +162,40 @@ def metadata(bootstrap: str, topics: list[str] | None = None, timeout_s: float =
             topic.partitions[index] = PartitionInfo(p_error, leader, epoch, r.int32s(), r.int32s(), r.int32s())
         result[name] = topic
     return Metadata(brokers, cluster_id, controller_id, result)
+
+
+@dataclass
+class TopicResult:
+    error: int
+    message: str | None
+
+
+def create_topic_raw(bootstrap: str, name: str, partitions: int, timeout_s: float = 30.0) -> TopicResult:
+    """CreateTopics v2 of one topic (replication factor 1) sent to exactly the broker at
+    `bootstrap`: its error code (0: created) and message, as that broker answers."""
+    body = struct.pack(">i", 1) + _string(name) + struct.pack(">ihii", partitions, 1, 0, 0)
+    body += struct.pack(">ib", int(timeout_s * 1000), 0)  # timeout_ms, validate_only
+    r = _call(bootstrap, 19, 2, body, timeout_s + 10)
+    r.take("i")  # throttle_time_ms
+    assert r.take("i") == 1 and r.string() == name
+    return TopicResult(r.take("h"), r.string())
+
+
+@dataclass
+class Coordinator:
+    error: int
+    node_id: int
+    host: str
+    port: int
+
+
+def find_coordinator(bootstrap: str, group: str, timeout_s: float = METADATA_TIMEOUT_S) -> Coordinator:
+    """FindCoordinator v1 for a consumer group, asked of exactly the broker at `bootstrap`."""
+    r = _call(bootstrap, 10, 1, _string(group) + struct.pack(">b", 0), timeout_s)
+    r.take("i")  # throttle_time_ms
+    error = r.take("h")
+    r.string()  # error_message
+    return Coordinator(error, r.take("i"), r.string() or "", r.take("i"))
 
 
 # --- the cluster ---------------------------------------------------------------------------

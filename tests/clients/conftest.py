@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from broker import StrataBroker, free_port
-from cluster import StrataCluster
+from cluster import CLUSTER_SETTINGS, StrataCluster
 from etcd import EtcdCluster, EtcdServer
 
 HERE = Path(__file__).resolve().parent
@@ -126,13 +126,6 @@ def etcd_cluster(request, tmp_path) -> EtcdCluster:
     yield cluster
     _stop_brokers_before_etcd(request)
     cluster.kill_all()
-
-
-# Short enough that a dead broker's lease expires well within a test's patience.
-CLUSTER_SETTINGS = {
-    "broker.session.timeout.ms": "3000",
-    "broker.heartbeat.interval.ms": "500",
-}
 
 
 @pytest.fixture
