@@ -212,6 +212,8 @@ class EtcdCluster:
         return member.wait_ready() if wait else member
 
     def stop(self, index: int) -> int:
+        """Stops member `index` cleanly (SIGTERM): a leader hands leadership over first, so no
+        request in flight waits out etcd's request timeout. `kill` is the crash."""
         return self.members[index].stop()
 
     def kill(self, index: int) -> None:

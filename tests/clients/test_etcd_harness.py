@@ -12,7 +12,8 @@ from etcd import etcdctl
 
 
 def put(endpoints: str, key: str, value: str):
-    return etcdctl(endpoints, "put", key, value)
+    # Room for an election (a stopped member may have led) on a busy two-core machine.
+    return etcdctl(endpoints, "put", key, value, timeout_s=5)
 
 
 def get(endpoints: str, key: str) -> str | None:
@@ -52,9 +53,10 @@ def test_three_members_tolerate_one_stopped_member_not_two(etcd_cluster):
     proc = put(endpoints, "/harness/k", "two-down")
     assert proc.returncode != 0, "a put with two of three members down must not commit"
 
-    # Back to a quorum: the write that failed is not there, later ones are.
+    # Back to a quorum. The failed put's outcome is unknown (the surviving member may have
+    # logged it and commits it once a peer returns), so only later writes are checked.
     etcd_cluster.start_all()
-    assert get(endpoints, "/harness/k") == "one-down"
+    assert get(endpoints, "/harness/k") in ("one-down", "two-down")
     assert put(endpoints, "/harness/k", "again").returncode == 0
     for member in etcd_cluster.members:
         assert get(member.endpoint, "/harness/k") == "again"
@@ -62,7 +64,10 @@ def test_three_members_tolerate_one_stopped_member_not_two(etcd_cluster):
 
 def test_a_killed_member_restarts_and_catches_up(etcd_cluster):
     etcd_cluster.kill(2)
-    assert put(etcd_cluster.endpoints, "/harness/late", "x").returncode == 0
+    # A put in flight when a SIGKILLed leader disappears fails after etcd's request timeout
+    # (about 6 s) with an unknown outcome; a clean stop hands leadership over first (above).
+    wait_until(lambda: put(etcd_cluster.running_endpoints(), "/harness/late", "x").returncode == 0, 30,
+               "a put to the two members left")
     etcd_cluster.start(2)
     member = etcd_cluster.members[2]
 
