@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from broker import StrataBroker, free_port
+from broker import StrataBroker
 from cluster import CLUSTER_SETTINGS, StrataCluster
 from etcd import EtcdCluster, EtcdServer
 
@@ -66,11 +66,11 @@ def broker_factory(request, strata_bin, tmp_path):
     request.node.strata_brokers = brokers
 
     def make(overrides: dict[str, str] | None = None, log_dir: Path | None = None,
-             port: int | None = None) -> StrataBroker:
+             keep_port: bool = False) -> StrataBroker:
         index = len(brokers)
         out_dir = tmp_path / f"broker-{index}-output"
         out_dir.mkdir()
-        b = StrataBroker(strata_bin, log_dir or tmp_path / f"broker-{index}-data", out_dir, overrides, port)
+        b = StrataBroker(strata_bin, log_dir or tmp_path / f"broker-{index}-data", out_dir, overrides, keep_port)
         brokers.append(b)
         return b
 
@@ -133,7 +133,8 @@ def cluster_factory(request, broker_factory):
     """Starts brokers in cluster mode on the given etcd endpoints and waits until each lists all.
 
     `make(endpoints, count=3, racks=None, overrides=None, first_node_id=1)`: node ids
-    first_node_id.., one log dir and one fixed port each (kept across restarts), all under one
+    first_node_id.., one log dir each and one port each (picked at the first start, kept across
+    restarts), all under one
     `strata.metadata.etcd.prefix` unique to the test. Returns the test's `StrataCluster`
     (`.bootstrap` is every broker's address); a second call adds brokers to the same one.
     """
@@ -156,10 +157,8 @@ def cluster_factory(request, broker_factory):
             raise ValueError(f"node ids {sorted(taken)} already exist (pass first_node_id)")
         brokers = {}
         for i, node_id in enumerate(node_ids):
-            port = free_port()
             settings = {
                 "node.id": str(node_id),
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
                 "strata.metadata.etcd.endpoints": endpoints,
                 "strata.metadata.etcd.prefix": prefix,
                 **CLUSTER_SETTINGS,
@@ -167,7 +166,7 @@ def cluster_factory(request, broker_factory):
             if racks is not None:
                 settings["broker.rack"] = racks[i]
             settings.update(overrides or {})
-            brokers[node_id] = broker_factory(settings, port=port)
+            brokers[node_id] = broker_factory(settings, keep_port=True)
         # Start them together: a broker may wait for its peers before it listens.
         for b in brokers.values():
             b.spawn()
