@@ -1,4 +1,5 @@
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -35,7 +36,12 @@ public final class ProducePartitions {
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+        // Fail within a minute rather than hang when the cluster cannot take the records (a
+        // producer id needs etcd): close() with no bound waits for every record in flight.
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
+        KafkaProducer<String, String> producer = new KafkaProducer<>(props);
+        try {
             List<Future<RecordMetadata>> acks = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 RecordHeaders headers = new RecordHeaders();
@@ -47,6 +53,8 @@ public final class ProducePartitions {
                 RecordMetadata md = acks.get(i).get(60, TimeUnit.SECONDS);
                 Json.emit("event", "ack", "index", i, "partition", md.partition(), "offset", md.offset());
             }
+        } finally {
+            producer.close(Duration.ofSeconds(10));
         }
     }
 }
