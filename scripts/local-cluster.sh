@@ -9,6 +9,8 @@
 #                      second run brings the same cluster back (delete DIR to start afresh)
 #   --base-port PORT   broker N listens on PORT+N-1 (default 9092: 9092, 9093, 9094)
 #   --etcd-port PORT   etcd's client port (default 2379); its peer port is PORT+1
+#   (Ports below 32768 stay clear of the ports Linux gives outgoing connections, which
+#   may otherwise hold one at the moment a broker binds it.)
 #
 # Prints the bootstrap servers once every broker accepts connections, then runs until
 # Ctrl-C or SIGTERM, which stop the brokers and then etcd. If any process exits on its
@@ -22,7 +24,7 @@ ETCD_PORT=2379
 BROKERS=3
 READY_TIMEOUT_S=30
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 log() { printf 'local-cluster: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
