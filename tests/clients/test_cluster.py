@@ -332,43 +332,55 @@ def test_sigkilled_controller_is_replaced_and_create_topics_works_again(etcd, cl
     assert set(lead.values()) <= set(cluster.running())
 
 
-def test_etcd_one_member_down_is_invisible_all_down_blocks_only_metadata_changes(etcd_cluster, cluster_factory):
-    cluster = new_cluster(cluster_factory, etcd_cluster.endpoints)
-    topic = "steady"
-    create_topic(cluster.bootstrap, topic, 3)
-    wait_for_leaders(cluster, topic, 3)
-    parts = [0, 1, 2]
-    expected: dict[int, list[Record]] = {p: [] for p in parts}
+class SteadyTopic:
+    """A three-partition topic on a cluster, with every record produced to it remembered."""
 
-    def produce_batch(prefix: str, n: int = 150) -> None:
+    def __init__(self, cluster: StrataCluster, name: str = "steady"):
+        self.cluster, self.name, self.parts = cluster, name, [0, 1, 2]
+        self.expected: dict[int, list[Record]] = {p: [] for p in self.parts}
+        create_topic(cluster.bootstrap, name, len(self.parts))
+        wait_for_leaders(cluster, name, len(self.parts))
+
+    def produce(self, prefix: str, n: int = 150) -> None:
         records = make_records(prefix, n)
-        targets = spread(n, parts)
-        produce(cluster.bootstrap, topic, records, targets, timeout_s=30)
+        targets = spread(n, self.parts)
+        produce(self.cluster.bootstrap, self.name, records, targets, timeout_s=30)
         for p, rs in per_partition(records, targets).items():
-            expected[p] += rs
+            self.expected[p] += rs
 
-    def read_back() -> None:
-        for p in parts:
-            assert_records(consume_confluent(cluster.bootstrap, topic, len(expected[p]), partition=p), expected[p])
+    def read_back(self) -> None:
+        for p in self.parts:
+            got = consume_confluent(self.cluster.bootstrap, self.name, len(self.expected[p]), partition=p)
+            assert_records(got, self.expected[p])
 
-    produce_batch("all-up")
 
-    # One member of three stopped: every operation works at the first try.
+def test_one_etcd_member_down_changes_nothing(etcd_cluster, cluster_factory):
+    cluster = new_cluster(cluster_factory, etcd_cluster.endpoints)
+    topic = SteadyTopic(cluster)
+    topic.produce("all-up")
+
+    # One member of three stopped: every operation works at the first try, on every broker.
     etcd_cluster.stop(0)
     for node_id, b in cluster.brokers.items():
         result = create_topic_raw(b.bootstrap, f"one-down-{node_id}", 3)
         assert result.error == 0, f"CreateTopics via broker {node_id} with one etcd member down: {result}"
-    produce_batch("one-down")
-    read_back()
+    topic.produce("one-down")
+    topic.read_back()
+
+
+def test_all_etcd_down_keeps_produce_and_fetch_and_refuses_create_topics(etcd_cluster, cluster_factory):
+    cluster = new_cluster(cluster_factory, etcd_cluster.endpoints)
+    topic = SteadyTopic(cluster)
+    topic.produce("all-up")
 
     # All of etcd stopped: produce and fetch go on past the session timeout...
     etcd_cluster.stop_all()
     stopped_at = time.monotonic()
     batches = 0
     while time.monotonic() - stopped_at < SESSION_TIMEOUT_S + 1:
-        produce_batch(f"no-etcd-{batches}", 30)
+        topic.produce(f"no-etcd-{batches}", 30)
         batches += 1
-    read_back()
+    topic.read_back()
     # ...and a metadata change fails with an error that says why.
     result = create_topic_raw(cluster.any_running().bootstrap, "no-etcd", 3)
     assert result.error == REQUEST_TIMED_OUT, result
@@ -383,5 +395,5 @@ def test_etcd_one_member_down_is_invisible_all_down_blocks_only_metadata_changes
         return create_topic_raw(cluster.any_running().bootstrap, f"etcd-back-{attempt}", 3, timeout_s=5).error == 0
 
     wait_until(created, 30, "CreateTopics to succeed once etcd is back")
-    produce_batch("etcd-back")
-    read_back()
+    topic.produce("etcd-back")
+    topic.read_back()
