@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything Strata's test command needs beyond the Rust toolchain:
-#   - kcat (librdkafka's command-line client) and a JDK (javac) from Debian packages,
+#   - kcat (librdkafka's command-line client), a JDK (javac), etcd and etcdctl (the
+#     cluster tests' metadata store) and protoc (the build needs it: see
+#     scripts/ensure-build-deps.sh) from Debian packages,
 #   - a Python venv in .test-deps/venv with pytest, confluent-kafka and kafka-python,
 #   - the Java Kafka client 3.9.1 and its codec jars in .test-deps/jars
 #     (taken from the shigawire-apache-flink-libraries wheel, which ships them),
@@ -26,34 +28,8 @@ JAR_NAMES=(kafka-clients.jar lz4-java.jar snappy-java.jar zstd-jni.jar slf4j-api
 
 log() { printf 'install-test-deps: %s\n' "$*" >&2; }
 
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null 2>&1; then
-    sudo "$@"
-  else
-    log "need root for: $*"
-    return 1
-  fi
-}
-
-apt_lists_present() {
-  compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null
-}
-
-# Installs Debian packages, running `apt-get update` only when the package lists are
-# missing or the first attempt fails (stale lists).
-apt_install() {
-  if ! apt_lists_present; then
-    log "apt-get update (no package lists yet)"
-    as_root apt-get update -qq
-  fi
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; then
-    log "apt-get install failed; refreshing package lists and retrying"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-  fi
-}
+# shellcheck source=lib/apt.sh
+. "$ROOT/scripts/lib/apt.sh"
 
 install_debian_packages() {
   local want=()
@@ -63,6 +39,15 @@ install_debian_packages() {
   if ! command -v javac >/dev/null 2>&1; then
     want+=(openjdk-17-jdk-headless)
   fi
+  if ! command -v etcd >/dev/null 2>&1; then
+    want+=(etcd-server)
+  fi
+  # The harness checks etcd's health and writes keys with etcdctl (tests/clients/etcd.py).
+  if ! command -v etcdctl >/dev/null 2>&1; then
+    want+=(etcd-client)
+  fi
+  # protoc: the build needs it too (scripts/lib/apt.sh names the packages).
+  mapfile -t -O "${#want[@]}" want < <(missing_build_packages)
   if [ "${#want[@]}" -eq 0 ]; then
     return
   fi

@@ -40,12 +40,18 @@ def port_accepts(port: int) -> bool:
 class StrataBroker:
     """One `strata serve` process; start/stop/kill may be repeated on the same log dir."""
 
-    def __init__(self, binary: Path, log_dir: Path, output_dir: Path, overrides: dict[str, str] | None = None):
+    def __init__(self, binary: Path, log_dir: Path, output_dir: Path, overrides: dict[str, str] | None = None,
+                 keep_port: bool = False):
         self.binary = binary
         self.log_dir = log_dir
         self.output_dir = output_dir
         self.overrides = dict(overrides or {})
+        # keep_port: the port of the first start is kept across restarts (a cluster broker
+        # registers its address in etcd, and peers and clients look for it there); otherwise
+        # every start takes a free one.
+        self.keep_port = keep_port
         self.port: int | None = None
+        self.fresh_port = False  # whether this start's port was just picked (and may be changed)
         self.process: subprocess.Popen | None = None
         self.starts = 0
         self.output_files: list[Path] = []
@@ -68,9 +74,17 @@ class StrataBroker:
         return cmd
 
     def start(self) -> "StrataBroker":
+        """Starts the broker and waits until its port accepts connections."""
+        self.spawn()
+        return self.wait_ready()
+
+    def spawn(self) -> "StrataBroker":
+        """Starts the process without waiting for it (brokers of a cluster start together)."""
         if self.process is not None and self.process.poll() is None:
             raise BrokerError("broker is already running")
-        self.port = free_port()
+        self.fresh_port = not (self.keep_port and self.port is not None)
+        if self.fresh_port:
+            self.port = free_port()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         out_path = self.output_dir / f"strata-{self.starts}.log"
@@ -83,16 +97,37 @@ class StrataBroker:
             self.process = subprocess.Popen(
                 self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
             )
+        return self
+
+    def wait_ready(self) -> "StrataBroker":
+        """Waits until the port accepts connections; kills the broker if it does not in time."""
+        if self.process is None:
+            raise BrokerError("broker has not been started")
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             code = self.process.poll()
             if code is not None:
+                if self._lost_port_race() and time.monotonic() < deadline:
+                    # Another process took the port between free_port() and the bind: a fresh
+                    # port is picked again, a kept one is retried until its holder lets go.
+                    if not self.fresh_port:
+                        time.sleep(0.2)
+                    self.spawn()
+                    continue
                 raise BrokerError(f"strata serve exited with code {code} before listening:\n{self.output_tail()}")
             if port_accepts(self.port):
                 return self
             time.sleep(0.05)
         self.kill()
         raise BrokerError(f"strata serve did not accept connections within {READY_TIMEOUT_S}s:\n{self.output_tail()}")
+
+    def _lost_port_race(self) -> bool:
+        """Whether this start failed only because its port was taken (the OS error's text is
+        the one signal a child process's log gives)."""
+        try:
+            return b"Address already in use" in self.output_files[-1].read_bytes()
+        except OSError:
+            return False
 
     def stop(self) -> int:
         """Clean shutdown (SIGTERM); returns the exit code. Kills the process if it hangs."""

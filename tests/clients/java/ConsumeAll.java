@@ -1,0 +1,70 @@
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+/**
+ * Reads every partition of a topic from the beginning to the end offsets it finds at start, with
+ * the Java consumer assigned to all partitions (so it fetches from each partition's leader), and
+ * prints one "record" line per record, then "done" with each partition's position.
+ *
+ * <p>Args: bootstrap topic.
+ */
+public final class ConsumeAll {
+    private ConsumeAll() {}
+
+    public static void main(String[] args) {
+        String bootstrap = args[0];
+        String topic = args[1];
+
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        Duration timeout = Duration.ofSeconds(30);
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (PartitionInfo p : consumer.partitionsFor(topic, timeout)) {
+                tps.add(new TopicPartition(topic, p.partition()));
+            }
+            consumer.assign(tps);
+            consumer.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = consumer.endOffsets(tps, timeout);
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (System.nanoTime() < deadline && !caughtUp(consumer, end, timeout)) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500))) {
+                    List<Object> headers = new ArrayList<>();
+                    for (Header h : r.headers()) {
+                        headers.add(List.of(h.key(), new String(h.value(), StandardCharsets.UTF_8)));
+                    }
+                    Json.emit("event", "record", "partition", r.partition(), "offset", r.offset(),
+                            "key", r.key(), "value", r.value(), "timestamp", r.timestamp(), "headers", headers);
+                }
+            }
+            for (TopicPartition tp : tps) {
+                Json.emit("event", "done", "partition", tp.partition(), "position", consumer.position(tp, timeout),
+                        "end", end.get(tp));
+            }
+        }
+    }
+
+    private static boolean caughtUp(KafkaConsumer<String, String> consumer, Map<TopicPartition, Long> end,
+            Duration timeout) {
+        for (Map.Entry<TopicPartition, Long> e : end.entrySet()) {
+            if (consumer.position(e.getKey(), timeout) < e.getValue()) {
+                return false;
+            }
+        }
+        return true;
+    }
+}

@@ -1,0 +1,399 @@
+"""Cluster mode end to end: three brokers with their metadata in a real etcd, driven by the Java
+client, confluent-kafka (librdkafka) and kcat.
+
+Guards issue 14's promises as clients see them: partitions led by different brokers, every
+record back in order at its offset through each client; a consumer group whose coordinator is
+not the bootstrap broker; a SIGKILLed broker's partitions leaderless within the session timeout
+while the others keep taking records, and all of them back after a restart; a new controller
+after the controller's SIGKILL (the failover time is printed: `pytest -s`); one etcd member of
+three lost changes nothing, all of etcd lost keeps produce and fetch and refuses CreateTopics
+with a clear error until etcd is back.
+
+Each broker is asked directly for its Metadata (`cluster.metadata`): the clients cache and
+route metadata, and a failover check needs what a given broker says now.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from cluster import CLUSTER_SETTINGS, StrataCluster, create_topic_raw, find_coordinator, wait_until
+from records import BASE_TIMESTAMP_MS, Record, assert_records, consume_confluent, create_topic, make_records
+
+RACKS = ["r1", "r2", "r3"]
+PARTITIONS = 6
+SESSION_TIMEOUT_S = int(CLUSTER_SETTINGS["broker.session.timeout.ms"]) / 1000
+# Kafka's REQUEST_TIMED_OUT: what a broker answers when etcd cannot take a metadata change.
+REQUEST_TIMED_OUT = 7
+KCAT = shutil.which("kcat") or shutil.which("kafkacat")
+
+
+# --- clients ------------------------------------------------------------------------------
+
+def kcat(*args: str) -> str:
+    if KCAT is None:
+        pytest.fail("kcat not found: run scripts/install-test-deps.sh")
+    proc = subprocess.run([KCAT, *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"kcat {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr}"
+    return proc.stdout
+
+
+def produce(bootstrap: str, topic: str, records: list[Record], partitions: list[int],
+            timeout_s: float = 60) -> list[tuple[int, int]]:
+    """Produces records[i] to partitions[i] with librdkafka (acks=all) and returns each record's
+    (partition, offset); fails unless every record is acknowledged."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                         "message.timeout.ms": int(timeout_s * 1000)})
+    acks: list[tuple[int, int] | None] = [None] * len(records)
+    errors: list[str] = []
+
+    def on_delivery(index: int):
+        def report(err, msg):
+            if err is not None:
+                errors.append(f"record {index}: {err}")
+            else:
+                acks[index] = (msg.partition(), msg.offset())
+        return report
+
+    for i, (r, p) in enumerate(zip(records, partitions)):
+        producer.produce(topic, key=r.key, value=r.value, headers=r.headers, timestamp=r.timestamp or 0,
+                         partition=p, on_delivery=on_delivery(i))
+        producer.poll(0)
+    remaining = producer.flush(timeout_s + 10)
+    assert not errors, f"{len(errors)} records failed, first: {errors[:3]}"
+    assert remaining == 0 and all(a is not None for a in acks), f"{remaining} records not acknowledged"
+    return acks  # type: ignore[return-value]
+
+
+def spread(count: int, partitions: list[int]) -> list[int]:
+    """Record i → partitions[i % len]: round robin over the given partitions."""
+    return [partitions[i % len(partitions)] for i in range(count)]
+
+
+def kcat_produce(bootstrap: str, topic: str, partition: int, prefix: str, count: int, tmp_path) -> list[Record]:
+    """Produces `count` key:value lines to one partition with kcat (one header for all of them);
+    returns the records as they must come back (CreateTime is kcat's clock: not checked)."""
+    lines = [f"{prefix}-key-{i}:{prefix}-value-{i}" for i in range(count)]
+    data = tmp_path / f"{prefix}.txt"
+    data.write_text("\n".join(lines) + "\n")
+    header = f"{prefix}-h"
+    kcat("-b", bootstrap, "-P", "-t", topic, "-p", str(partition), "-K", ":", "-H", f"h={header}",
+         "-X", "acks=all", "-m", "30", "-l", str(data))
+    return [Record(f"{prefix}-key-{i}".encode(), f"{prefix}-value-{i}".encode(), [("h", header.encode())])
+            for i in range(count)]
+
+
+def kcat_consume(bootstrap: str, topic: str, partition: int) -> list[Record]:
+    out = kcat("-b", bootstrap, "-C", "-t", topic, "-p", str(partition), "-o", "beginning", "-e", "-J",
+               "-m", "30")
+    got = []
+    for line in out.splitlines():
+        m = json.loads(line)
+        raw = m.get("headers") or []
+        headers = [(raw[i], raw[i + 1].encode()) for i in range(0, len(raw), 2)]
+        got.append(Record(m["key"].encode(), m["payload"].encode(), headers, m["ts"], m["offset"]))
+    return got
+
+
+def java_consume_all(java, bootstrap: str, topic: str) -> dict[int, list[Record]]:
+    by_partition: dict[int, list[Record]] = {}
+    for line in java.run("ConsumeAll", bootstrap, topic):
+        if line["event"] == "record":
+            by_partition.setdefault(line["partition"], []).append(Record(
+                line["key"].encode(), line["value"].encode(), [(k, v.encode()) for k, v in line["headers"]],
+                line["timestamp"], line["offset"]))
+    return by_partition
+
+
+def per_partition(records: list[Record], partitions: list[int]) -> dict[int, list[Record]]:
+    out: dict[int, list[Record]] = {}
+    for r, p in zip(records, partitions):
+        out.setdefault(p, []).append(r)
+    return out
+
+
+# --- cluster views ------------------------------------------------------------------------
+
+def leaders(cluster: StrataCluster, topic: str, node_id: int | None = None) -> dict[int, int]:
+    return cluster.metadata(node_id, [topic]).leaders(topic)
+
+
+def wait_for_leaders(cluster: StrataCluster, topic: str, partitions: int) -> dict[int, int]:
+    """Waits until every running broker shows a leader for each partition, the same one."""
+    def agreed():
+        views = [leaders(cluster, topic, node_id) for node_id in cluster.running()]
+        first = views[0]
+        if len(first) == partitions and all(v >= 0 for v in first.values()) and all(v == first for v in views):
+            return first
+        return None
+
+    return wait_until(agreed, 30, f"every broker to agree on leaders of {topic}'s {partitions} partitions")
+
+
+def new_cluster(cluster_factory, endpoints: str) -> StrataCluster:
+    return cluster_factory(endpoints, racks=RACKS)
+
+
+# --- tests --------------------------------------------------------------------------------
+
+def test_partitions_on_several_brokers_round_trip_through_every_client(etcd, cluster_factory, java, tmp_path):
+    cluster = new_cluster(cluster_factory, etcd.endpoint)
+    topic, count = "spread", 3000
+    create_topic(cluster.bootstrap, topic, PARTITIONS)
+    lead = wait_for_leaders(cluster, topic, PARTITIONS)
+    assert len(set(lead.values())) >= 2, f"all partitions on one broker: {lead}"
+    md = cluster.metadata(None, [topic])
+    assert {b.rack for b in md.brokers.values()} == set(RACKS)
+
+    targets = spread(count, list(range(PARTITIONS)))
+    per_client = count // PARTITIONS
+    expected: dict[int, list[Record]] = {p: [] for p in range(PARTITIONS)}
+
+    # librdkafka: acknowledged offsets are consecutive per partition.
+    ck = make_records("ck", count)
+    acks = produce(cluster.bootstrap, topic, ck, targets)
+    assert acks == [(targets[i], i // PARTITIONS) for i in range(count)]
+    for p, rs in per_partition(ck, targets).items():
+        expected[p] += rs
+
+    # The Java producer (idempotent, acks=all) to every partition's leader.
+    lines = java.run("ProducePartitions", cluster.bootstrap, topic, "jv", count, PARTITIONS, BASE_TIMESTAMP_MS)
+    assert [(a["partition"], a["offset"]) for a in lines if a["event"] == "ack"] == [
+        (targets[i], per_client + i // PARTITIONS) for i in range(count)]
+    jv = make_records("jv", count)
+    for p, rs in per_partition(jv, targets).items():
+        expected[p] += rs
+
+    # kcat: one run per partition.
+    for p in range(PARTITIONS):
+        expected[p] += kcat_produce(cluster.bootstrap, topic, p, f"kc{p}", per_client, tmp_path)
+
+    total = 3 * per_client
+    for p in range(PARTITIONS):
+        assert len(expected[p]) == total
+        assert_records(consume_confluent(cluster.bootstrap, topic, total, partition=p), expected[p])
+        assert_records(kcat_consume(cluster.bootstrap, topic, p), expected[p])
+    from_java = java_consume_all(java, cluster.bootstrap, topic)
+    assert sorted(from_java) == list(range(PARTITIONS))
+    for p in range(PARTITIONS):
+        assert_records(from_java[p], expected[p])
+
+
+def test_group_coordinator_on_another_broker_commits_and_resumes(etcd, cluster_factory):
+    cluster = new_cluster(cluster_factory, etcd.endpoint)
+    topic, count = "grouped", 600
+    create_topic(cluster.bootstrap, topic, PARTITIONS)
+    wait_for_leaders(cluster, topic, PARTITIONS)
+    produce(cluster.bootstrap, topic, make_records("g", count), spread(count, list(range(PARTITIONS))))
+
+    # Bootstrap from broker 1 only; pick a group whose coordinator is another broker.
+    entry = cluster.broker(1).bootstrap
+
+    def coordinator(group: str) -> int | None:
+        c = find_coordinator(entry, group)
+        return c.node_id if c.error == 0 else None
+
+    group = None
+    for i in range(50):
+        candidate = f"resume-{i}"
+        node = wait_until(lambda: coordinator(candidate), 30, f"a coordinator for {candidate}")
+        if node != 1:
+            group = candidate
+            break
+    assert group is not None, "every group tried is coordinated by broker 1"
+    # Every broker names the same coordinator (a broker still applying the new offsets topic
+    # answers COORDINATOR_NOT_AVAILABLE for a moment, as Kafka's do while loading).
+    wait_until(lambda: {find_coordinator(b.bootstrap, group).node_id for b in cluster.brokers.values()} == {node},
+               30, f"every broker to name broker {node} as {group}'s coordinator")
+
+    def member() -> Consumer:
+        consumer = Consumer({"bootstrap.servers": entry, "group.id": group, "enable.auto.commit": False,
+                             "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+        consumer.subscribe([topic])
+        return consumer
+
+    def take(consumer: Consumer, n: int) -> list[tuple[int, int]]:
+        got: list[tuple[int, int]] = []
+        deadline = time.monotonic() + 60
+        while len(got) < n and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=n - len(got), timeout=0.5):
+                if msg.error():
+                    raise KafkaException(msg.error())
+                got.append((msg.partition(), msg.offset()))
+        assert len(got) == n, f"consumed {len(got)} of {n}"
+        return got
+
+    first = member()
+    half = take(first, count // 2)
+    committed = {tp.partition: tp.offset for tp in first.commit(asynchronous=False)}
+    first.close()
+    for p in range(PARTITIONS):
+        consumed = [o for q, o in half if q == p]
+        if consumed:
+            assert committed[p] == max(consumed) + 1
+
+    second = member()
+    rest = take(second, count - len(half))
+    seen = second.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
+    second.close()
+    assert {tp.partition: tp.offset for tp in seen if tp.offset >= 0} == {
+        p: o for p, o in committed.items() if o >= 0}
+    # Resumed where the first member committed: every record exactly once over both members.
+    for p in range(PARTITIONS):
+        resumed = [o for q, o in rest if q == p]
+        if resumed:
+            assert resumed[0] == max(committed.get(p, 0), 0)
+    assert sorted(half + rest) == sorted((p, o) for p in range(PARTITIONS) for o in range(count // PARTITIONS))
+
+
+def test_sigkilled_broker_goes_leaderless_others_keep_serving_and_all_returns(etcd, cluster_factory):
+    cluster = new_cluster(cluster_factory, etcd.endpoint)
+    topic, count = "victim", 600
+    create_topic(cluster.bootstrap, topic, PARTITIONS)
+    before = wait_for_leaders(cluster, topic, PARTITIONS)
+    controller = cluster.controller()
+    # The victim leads some partitions and is not the controller (that is the next test).
+    victim = next(n for n in sorted(set(before.values())) if n != controller)
+    lost = sorted(p for p, n in before.items() if n == victim)
+    kept = sorted(p for p, n in before.items() if n != victim)
+    assert lost and kept
+
+    all_parts = list(range(PARTITIONS))
+    records = make_records("pre", count)
+    targets = spread(count, all_parts)
+    produce(cluster.bootstrap, topic, records, targets)
+    expected = per_partition(records, targets)
+
+    killed_at = time.monotonic()
+    cluster.broker(victim).kill()
+    survivor = cluster.any_running()
+    survivor_id = next(n for n, b in cluster.brokers.items() if b is survivor)
+
+    def leaderless():
+        now = leaders(cluster, topic, survivor_id)
+        return all(now[p] == -1 for p in lost) and all(now[p] == before[p] for p in kept)
+
+    wait_until(leaderless, SESSION_TIMEOUT_S + 5, f"partitions {lost} of broker {victim} to show no leader")
+    took = time.monotonic() - killed_at
+    print(f"\nbroker {victim} SIGKILLed: its partitions showed leader -1 after {took:.2f} s "
+          f"(session timeout {SESSION_TIMEOUT_S:g} s)")
+    assert took <= SESSION_TIMEOUT_S + 2, f"leader -1 only after {took:.2f} s"
+    for node_id in cluster.running():
+        assert victim not in cluster.metadata(node_id).brokers
+
+    # Producers to the other brokers' partitions are unaffected.
+    survivors = ",".join(b.bootstrap for b in cluster.running().values())
+    during = make_records("during", 300)
+    during_targets = spread(len(during), kept)
+    produce(survivors, topic, during, during_targets, timeout_s=30)
+    for p, rs in per_partition(during, during_targets).items():
+        expected[p] += rs
+
+    cluster.broker(victim).start()  # same port and log dir
+    assert wait_for_leaders(cluster, topic, PARTITIONS) == before
+    for p in all_parts:
+        assert_records(consume_confluent(cluster.bootstrap, topic, len(expected[p]), partition=p), expected[p])
+
+
+def test_sigkilled_controller_is_replaced_and_create_topics_works_again(etcd, cluster_factory):
+    cluster = new_cluster(cluster_factory, etcd.endpoint)
+    old = cluster.controller()
+    assert create_topic_raw(cluster.broker(old).bootstrap, "before", 3).error == 0
+
+    killed_at = time.monotonic()
+    cluster.broker(old).kill()
+    entry = cluster.any_running()  # CreateTopics goes to a surviving broker, not the controller
+    attempts: list[tuple[float, int, str | None]] = []
+
+    def created():
+        name = f"after-{len(attempts)}"
+        result = create_topic_raw(entry.bootstrap, name, 3, timeout_s=2)
+        attempts.append((time.monotonic() - killed_at, result.error, result.message))
+        return name if result.error == 0 else None
+
+    name = wait_until(created, SESSION_TIMEOUT_S + 20, "CreateTopics to succeed after the controller's SIGKILL",
+                      interval_s=0.05)
+    took = attempts[-1][0]
+    print(f"\ncontroller {old} SIGKILLed: CreateTopics succeeded again after {took:.2f} s "
+          f"({len(attempts)} attempts, session timeout {SESSION_TIMEOUT_S:g} s)")
+    assert took <= SESSION_TIMEOUT_S + 5, f"controller failover took {took:.2f} s: {attempts}"
+    failed = [a for a in attempts if a[1] != 0]
+    assert all(code == REQUEST_TIMED_OUT for _, code, _ in failed), f"unexpected errors while failing over: {failed}"
+
+    new = cluster.controller()
+    assert new != old and new in cluster.running()
+    lead = wait_for_leaders(cluster, name, 3)
+    assert set(lead.values()) <= set(cluster.running())
+
+
+class SteadyTopic:
+    """A three-partition topic on a cluster, with every record produced to it remembered."""
+
+    def __init__(self, cluster: StrataCluster, name: str = "steady"):
+        self.cluster, self.name, self.parts = cluster, name, [0, 1, 2]
+        self.expected: dict[int, list[Record]] = {p: [] for p in self.parts}
+        create_topic(cluster.bootstrap, name, len(self.parts))
+        wait_for_leaders(cluster, name, len(self.parts))
+
+    def produce(self, prefix: str, n: int = 150) -> None:
+        records = make_records(prefix, n)
+        targets = spread(n, self.parts)
+        produce(self.cluster.bootstrap, self.name, records, targets, timeout_s=30)
+        for p, rs in per_partition(records, targets).items():
+            self.expected[p] += rs
+
+    def read_back(self) -> None:
+        for p in self.parts:
+            got = consume_confluent(self.cluster.bootstrap, self.name, len(self.expected[p]), partition=p)
+            assert_records(got, self.expected[p])
+
+
+def test_one_etcd_member_down_changes_nothing(etcd_cluster, cluster_factory):
+    cluster = new_cluster(cluster_factory, etcd_cluster.endpoints)
+    topic = SteadyTopic(cluster)
+    topic.produce("all-up")
+
+    # One member of three stopped: every operation works at the first try, on every broker.
+    etcd_cluster.stop(0)
+    for node_id, b in cluster.brokers.items():
+        result = create_topic_raw(b.bootstrap, f"one-down-{node_id}", 3)
+        assert result.error == 0, f"CreateTopics via broker {node_id} with one etcd member down: {result}"
+    topic.produce("one-down")
+    topic.read_back()
+
+
+def test_all_etcd_down_keeps_produce_and_fetch_and_refuses_create_topics(etcd_cluster, cluster_factory):
+    cluster = new_cluster(cluster_factory, etcd_cluster.endpoints)
+    topic = SteadyTopic(cluster)
+    topic.produce("all-up")
+
+    # All of etcd stopped: produce and fetch go on past the session timeout...
+    etcd_cluster.stop_all()
+    stopped_at = time.monotonic()
+    batches = 0
+    while time.monotonic() - stopped_at < SESSION_TIMEOUT_S + 1:
+        topic.produce(f"no-etcd-{batches}", 30)
+        batches += 1
+    topic.read_back()
+    # ...and a metadata change fails with an error that says why.
+    result = create_topic_raw(cluster.any_running().bootstrap, "no-etcd", 3)
+    assert result.error == REQUEST_TIMED_OUT, result
+    assert result.message and "etcd" in result.message.lower(), result
+
+    etcd_cluster.start_all()
+    attempt = 0
+
+    def created():
+        nonlocal attempt
+        attempt += 1
+        return create_topic_raw(cluster.any_running().bootstrap, f"etcd-back-{attempt}", 3, timeout_s=5).error == 0
+
+    wait_until(created, 30, "CreateTopics to succeed once etcd is back")
+    topic.produce("etcd-back")
+    topic.read_back()
