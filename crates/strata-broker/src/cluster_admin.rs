@@ -131,7 +131,14 @@ pub(crate) fn create_topic(
         .block_on(cluster.create_topic(name, &record))
         .map_err(ApiError::Cluster)?
     {
-        return Err(ApiError::TopicAlreadyExists);
+        // Ours already, if an earlier attempt applied but its answer was
+        // lost with an etcd member (the store retried on another).
+        let stored = b
+            .block_on(cluster.topic_record(name))
+            .map_err(ApiError::Cluster)?;
+        if stored.is_none_or(|t| t.id != record.id) {
+            return Err(ApiError::TopicAlreadyExists);
+        }
     }
     tracing::info!(topic = name, partitions, id = %record.id, "created topic in the cluster metadata");
     wait_assigned(b, cluster, name, record.id)?;

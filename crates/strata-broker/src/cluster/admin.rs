@@ -37,6 +37,19 @@ impl Cluster {
         Ok(r?.is_some())
     }
 
+    /// The record of topic `name` as etcd holds it now.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn topic_record(
+        &self,
+        name: &str,
+    ) -> Result<Option<TopicRecord>, ClusterError> {
+        let r = self.store.get(&layout::topic_key(name)).await;
+        self.note(&r);
+        Ok(r?.and_then(|raw| serde_json::from_slice(&raw.value).ok()))
+    }
+
     /// Replace `topics/<name>` read at `expected`; `Ok(false)` if it changed.
     ///
     /// # Errors
