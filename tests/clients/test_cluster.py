@@ -22,6 +22,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from cluster import CLUSTER_SETTINGS, StrataCluster, create_topic_raw, find_coordinator, wait_until
 from records import BASE_TIMESTAMP_MS, Record, assert_records, consume_confluent, create_topic, make_records
@@ -150,6 +151,12 @@ def test_partitions_on_several_brokers_round_trip_through_every_client(etcd, clu
     assert len(set(lead.values())) >= 2, f"all partitions on one broker: {lead}"
     md = cluster.metadata(None, [topic])
     assert {b.rack for b in md.brokers.values()} == set(RACKS)
+    # DescribeCluster on any broker lists every live broker and the controller.
+    for node_id, b in cluster.running().items():
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        desc = admin.describe_cluster(request_timeout=10).result()
+        assert sorted(n.id for n in desc.nodes) == sorted(cluster.running()), node_id
+        assert desc.controller.id == cluster.controller()
 
     targets = spread(count, list(range(PARTITIONS)))
     per_client = count // PARTITIONS

@@ -60,6 +60,15 @@ pub(crate) struct Broker {
     pub cluster: Option<Arc<Cluster>>,
 }
 
+/// A broker as Metadata and DescribeCluster list it.
+#[derive(Clone, Debug)]
+pub(crate) struct BrokerEndpoint {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
+}
+
 #[derive(Debug, Default)]
 struct ProducerIdBlock {
     next: i64,
@@ -122,6 +131,38 @@ impl Broker {
                     port: bound.port(),
                 }
             }
+        }
+    }
+
+    /// The live brokers: this one alone in single-node mode, every
+    /// registered one in cluster mode.
+    pub(crate) fn live_brokers(&self) -> Vec<BrokerEndpoint> {
+        match &self.cluster {
+            None => vec![BrokerEndpoint {
+                id: self.config.node_id,
+                host: self.advertised.host.clone(),
+                port: self.advertised.port,
+                rack: self.config.rack.clone(),
+            }],
+            Some(cluster) => cluster
+                .applied()
+                .brokers
+                .values()
+                .map(|b| BrokerEndpoint {
+                    id: b.record.id,
+                    host: b.record.host.clone(),
+                    port: b.record.port,
+                    rack: b.record.rack.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The controller's id (-1 while none is elected).
+    pub(crate) fn controller_id(&self) -> i32 {
+        match &self.cluster {
+            None => self.config.node_id,
+            Some(cluster) => cluster.applied().controller_id().unwrap_or(-1),
         }
     }
 

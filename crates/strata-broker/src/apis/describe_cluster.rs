@@ -1,5 +1,5 @@
-//! DescribeCluster (key 60), versions 0–1: the cluster id, this broker as
-//! the only broker and the controller. Endpoint type 2 (controllers) is
+//! DescribeCluster (key 60), versions 0–1: the cluster id, the live brokers
+//! (this one alone in single-node mode) and the controller. Endpoint type 2 (controllers) is
 //! refused with UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker does.
 
 use kafka_protocol::error::ResponseError;
@@ -31,13 +31,19 @@ pub(crate) async fn handle(
         }
     }
     resp.cluster_id = StrBytes::from_string(broker.cluster_id.clone());
-    resp.controller_id = BrokerId(broker.config.node_id);
-    let mut b = DescribeClusterBroker::default();
-    b.broker_id = BrokerId(broker.config.node_id);
-    b.host = StrBytes::from_string(broker.advertised.host.clone());
-    b.port = broker.advertised.port as i32;
-    b.rack = broker.config.rack.clone().map(StrBytes::from_string);
-    resp.brokers = vec![b];
+    resp.controller_id = BrokerId(broker.controller_id());
+    resp.brokers = broker
+        .live_brokers()
+        .into_iter()
+        .map(|e| {
+            let mut b = DescribeClusterBroker::default();
+            b.broker_id = BrokerId(e.id);
+            b.host = StrBytes::from_string(e.host);
+            b.port = i32::from(e.port);
+            b.rack = e.rack.map(StrBytes::from_string);
+            b
+        })
+        .collect();
     if req.include_cluster_authorized_operations {
         resp.cluster_authorized_operations = CLUSTER_OPERATIONS;
     }

@@ -59,33 +59,19 @@ pub(crate) async fn handle(ctx: &RequestContext, req: MetadataRequest) -> Metada
         }
     }
     let mut resp = MetadataResponse::default();
-    match &broker.cluster {
-        None => {
+    resp.brokers = broker
+        .live_brokers()
+        .into_iter()
+        .map(|e| {
             let mut b = MetadataResponseBroker::default();
-            b.node_id = BrokerId(broker.config.node_id);
-            b.host = StrBytes::from_string(broker.advertised.host.clone());
-            b.port = broker.advertised.port as i32;
-            b.rack = broker.config.rack.clone().map(StrBytes::from_string);
-            resp.brokers = vec![b];
-            resp.controller_id = BrokerId(broker.config.node_id);
-        }
-        Some(cluster) => {
-            let snapshot = cluster.applied();
-            resp.brokers = snapshot
-                .brokers
-                .values()
-                .map(|live| {
-                    let mut b = MetadataResponseBroker::default();
-                    b.node_id = BrokerId(live.record.id);
-                    b.host = StrBytes::from_string(live.record.host.clone());
-                    b.port = i32::from(live.record.port);
-                    b.rack = live.record.rack.clone().map(StrBytes::from_string);
-                    b
-                })
-                .collect();
-            resp.controller_id = BrokerId(snapshot.controller_id().unwrap_or(-1));
-        }
-    }
+            b.node_id = BrokerId(e.id);
+            b.host = StrBytes::from_string(e.host);
+            b.port = i32::from(e.port);
+            b.rack = e.rack.map(StrBytes::from_string);
+            b
+        })
+        .collect();
+    resp.controller_id = BrokerId(broker.controller_id());
     resp.cluster_id = Some(StrBytes::from_string(broker.cluster_id.clone()));
     resp.topics = topics_out;
     if (8..=10).contains(&ctx.version) && req.include_cluster_authorized_operations {
