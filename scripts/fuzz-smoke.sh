@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every fuzz target (fuzz/, its own Cargo workspace) with libFuzzer's
 # coverage instrumentation on the stable toolchain and runs each one briefly:
-# STRATA_FUZZ_SECONDS per target (default 15). A crash, a panic or an abort
+# STRATA_FUZZ_SECONDS per target (default 8). A crash, a panic or an abort
 # (request_decode aborts on an allocation out of proportion to its input)
 # fails the script, and libFuzzer leaves the input in target/fuzz/artifacts/.
 # Long runs: docs/testing.md ("Fuzzing").
@@ -11,7 +11,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SECONDS_PER_TARGET=${STRATA_FUZZ_SECONDS:-15}
+SECONDS_PER_TARGET=${STRATA_FUZZ_SECONDS:-8}
 TARGET_DIR="$ROOT/target/fuzz"
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 TARGETS=(batch_validate recovery_tail request_decode consumer_offsets remote_log_metadata

@@ -19,6 +19,9 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 # Release speed for the client tests, but keep the checks a debug build would make.
 export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true
 export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
+# Line tables are all a failing test's backtrace needs; full debug info only makes
+# every object and link of the gate's build larger and slower.
+export CARGO_PROFILE_RELEASE_DEBUG=${CARGO_PROFILE_RELEASE_DEBUG:-line-tables-only}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
 START=$SECONDS
