@@ -257,3 +257,71 @@ class StrataCluster:
 
     def output_tail(self) -> str:
         return "\n".join(f"=== broker {node_id} ===\n{b.output_tail()}" for node_id, b in self.brokers.items())
+
+
+# --- partition requests sent to one chosen broker -----------------------------------------
+# Each sends one request about one partition to exactly the broker at `bootstrap` and
+# returns that partition's error code, so a test can ask a broker that does not lead it.
+
+def _one_partition(topic: str, partition_fields: bytes) -> bytes:
+    return struct.pack(">i", 1) + _string(topic) + struct.pack(">i", 1) + partition_fields
+
+
+def produce_error(bootstrap: str, topic: str, partition: int, timeout_s: float = 10.0) -> int:
+    """Produce v3 (acks=1) of a few bytes; leadership is checked before the records are."""
+    records = b"\0" * 61
+    body = struct.pack(">h", -1) + struct.pack(">hi", 1, 5000)
+    body += _one_partition(topic, struct.pack(">ii", partition, len(records)) + records)
+    r = _call(bootstrap, 0, 3, body, timeout_s)
+    assert r.take("i") == 1 and r.string() == topic and r.take("i") == 1
+    assert r.take("i") == partition
+    return r.take("h")
+
+
+def fetch_error(bootstrap: str, topic: str, partition: int, leader_epoch: int = -1,
+                timeout_s: float = 10.0) -> int:
+    """Fetch v9 from offset 0 with `leader_epoch` as the current leader epoch."""
+    body = struct.pack(">iiiib", -1, 0, 0, 1 << 20, 0) + struct.pack(">ii", 0, -1)  # session id, epoch
+    body += _one_partition(topic, struct.pack(">iiqqi", partition, leader_epoch, 0, -1, 1 << 20))
+    body += struct.pack(">i", 0)  # forgotten topics
+    r = _call(bootstrap, 1, 9, body, timeout_s)
+    r.take("i")  # throttle_time_ms
+    r.take("h")  # top-level error
+    r.take("i")  # session id
+    assert r.take("i") == 1 and r.string() == topic and r.take("i") == 1
+    assert r.take("i") == partition
+    return r.take("h")
+
+
+def list_offsets_error(bootstrap: str, topic: str, partition: int, leader_epoch: int = -1,
+                       timeout_s: float = 10.0) -> int:
+    """ListOffsets v4 for the latest offset with `leader_epoch` as the current leader epoch."""
+    body = struct.pack(">ib", -1, 0) + _one_partition(topic, struct.pack(">iiq", partition, leader_epoch, -1))
+    r = _call(bootstrap, 2, 4, body, timeout_s)
+    r.take("i")  # throttle_time_ms
+    assert r.take("i") == 1 and r.string() == topic and r.take("i") == 1
+    assert r.take("i") == partition
+    return r.take("h")
+
+
+def delete_records_error(bootstrap: str, topic: str, partition: int, timeout_s: float = 10.0) -> int:
+    """DeleteRecords v0 up to offset 0 (deletes nothing where it is allowed)."""
+    body = _one_partition(topic, struct.pack(">iq", partition, 0)) + struct.pack(">i", 5000)
+    r = _call(bootstrap, 21, 0, body, timeout_s)
+    r.take("i")  # throttle_time_ms
+    assert r.take("i") == 1 and r.string() == topic and r.take("i") == 1
+    assert r.take("i") == partition
+    r.take("q")  # low watermark
+    return r.take("h")
+
+
+def offset_for_leader_epoch_error(bootstrap: str, topic: str, partition: int, leader_epoch: int = -1,
+                                  timeout_s: float = 10.0) -> int:
+    """OffsetForLeaderEpoch v2 asking for epoch 0 with `leader_epoch` as the current one."""
+    body = _one_partition(topic, struct.pack(">iii", partition, leader_epoch, 0))
+    r = _call(bootstrap, 23, 2, body, timeout_s)
+    r.take("i")  # throttle_time_ms
+    assert r.take("i") == 1 and r.string() == topic and r.take("i") == 1
+    error = r.take("h")
+    assert r.take("i") == partition
+    return error

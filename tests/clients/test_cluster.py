@@ -24,7 +24,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from cluster import CLUSTER_SETTINGS, StrataCluster, create_topic_raw, find_coordinator, wait_until
+from cluster import (CLUSTER_SETTINGS, StrataCluster, create_topic_raw, delete_records_error, fetch_error,
+                     find_coordinator, list_offsets_error, offset_for_leader_epoch_error, produce_error,
+                     wait_until)
 from records import BASE_TIMESTAMP_MS, Record, assert_records, consume_confluent, create_topic, make_records
 
 RACKS = ["r1", "r2", "r3"]
@@ -190,6 +192,34 @@ def test_partitions_on_several_brokers_round_trip_through_every_client(etcd, clu
     assert sorted(from_java) == list(range(PARTITIONS))
     for p in range(PARTITIONS):
         assert_records(from_java[p], expected[p])
+
+
+NOT_LEADER_OR_FOLLOWER = 6
+UNKNOWN_LEADER_EPOCH = 75
+
+
+def test_partition_requests_to_a_broker_that_does_not_lead_are_refused(etcd, cluster_factory):
+    cluster = new_cluster(cluster_factory, etcd.endpoint)
+    topic = "led"
+    create_topic(cluster.bootstrap, topic, PARTITIONS)
+    lead = wait_for_leaders(cluster, topic, PARTITIONS)
+    p, leader = next(iter(lead.items()))
+    other = next(n for n in cluster.running() if n != leader)
+    at_other = cluster.broker(other).bootstrap
+    at_leader = cluster.broker(leader).bootstrap
+    assert produce_error(at_other, topic, p) == NOT_LEADER_OR_FOLLOWER
+    assert fetch_error(at_other, topic, p) == NOT_LEADER_OR_FOLLOWER
+    assert list_offsets_error(at_other, topic, p) == NOT_LEADER_OR_FOLLOWER
+    assert delete_records_error(at_other, topic, p) == NOT_LEADER_OR_FOLLOWER
+    assert offset_for_leader_epoch_error(at_other, topic, p) == NOT_LEADER_OR_FOLLOWER
+    # The leader serves them, and checks a client's leader epoch first, as Kafka does.
+    epoch = cluster.metadata(None, [topic]).topics[topic].partitions[p].leader_epoch
+    assert fetch_error(at_leader, topic, p, epoch) == 0
+    assert list_offsets_error(at_leader, topic, p, epoch) == 0
+    assert delete_records_error(at_leader, topic, p) == 0
+    assert offset_for_leader_epoch_error(at_leader, topic, p, epoch) == 0
+    assert fetch_error(at_leader, topic, p, epoch + 1) == UNKNOWN_LEADER_EPOCH
+    assert list_offsets_error(at_leader, topic, p, epoch + 1) == UNKNOWN_LEADER_EPOCH
 
 
 def test_group_coordinator_on_another_broker_commits_and_resumes(etcd, cluster_factory):
