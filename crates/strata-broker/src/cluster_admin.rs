@@ -14,7 +14,7 @@ use strata_log::LogConfig;
 
 use crate::api_error::ApiError;
 use crate::broker::{effective_config, Broker};
-use crate::cluster::{Cluster, ClusterError, Snapshot, TopicRecord};
+use crate::cluster::{Cluster, ClusterError, Snapshot, TopicRecord, Versioned};
 use crate::topics::{self, TopicInfo};
 
 /// How long a request waits for the controller and this broker to act on
@@ -145,6 +145,35 @@ pub(crate) fn create_topic(
     Ok(to_info(name, &record))
 }
 
+/// What one compare-and-swap attempt on a topic came to.
+enum Attempt<T> {
+    /// Answered (written and applied, or refused before writing).
+    Done(T),
+    /// The topic changed since it was read; read it again.
+    Lost,
+}
+
+/// Run `attempt` on the newest record of topic `name` (and the snapshot it
+/// is in) until it is not [`Attempt::Lost`], at most [`CAS_ATTEMPTS`] times.
+fn on_topic<T>(
+    cluster: &Cluster,
+    name: &str,
+    mut attempt: impl FnMut(&Snapshot, &Versioned<TopicRecord>) -> Result<Attempt<T>, ApiError>,
+) -> Result<T, ApiError> {
+    for _ in 0..CAS_ATTEMPTS {
+        let s = latest(cluster);
+        let t = s
+            .topics
+            .get(name)
+            .ok_or(ApiError::UnknownTopicOrPartition)?;
+        if let Attempt::Done(v) = attempt(&s, t)? {
+            return Ok(v);
+        }
+        wait_newer(cluster, s.revision);
+    }
+    Err(ApiError::Cluster(ClusterError::Conflict))
+}
+
 /// DeleteTopics in cluster mode: the topic, its partition states and a
 /// deletion marker go in one transaction; every broker holding one of its
 /// partitions deletes it when it applies that (`partition_sync`).
@@ -153,27 +182,22 @@ pub(crate) fn delete_topic(
     cluster: &Cluster,
     name: &str,
 ) -> Result<TopicInfo, ApiError> {
-    for _ in 0..CAS_ATTEMPTS {
-        let s = latest(cluster);
-        let t = s
-            .topics
-            .get(name)
-            .ok_or(ApiError::UnknownTopicOrPartition)?;
+    on_topic(cluster, name, |_, t| {
         let id = t.value.id;
-        if b.block_on(cluster.delete_topic(name, t.mod_revision, id))
+        if !b
+            .block_on(cluster.delete_topic(name, t.mod_revision, id))
             .map_err(ApiError::Cluster)?
         {
-            tracing::info!(topic = name, %id, "deleted topic from the cluster metadata");
-            let what = format!("the deletion of {name} to apply");
-            b.block_on(cluster.wait_applied(&what, APPLY_TIMEOUT, |s| {
-                s.topics.get(name).is_none_or(|t| t.value.id != id)
-            }))
-            .map_err(ApiError::Cluster)?;
-            return Ok(to_info(name, &t.value));
+            return Ok(Attempt::Lost);
         }
-        wait_newer(cluster, s.revision);
-    }
-    Err(ApiError::Cluster(ClusterError::Conflict))
+        tracing::info!(topic = name, %id, "deleted topic from the cluster metadata");
+        let what = format!("the deletion of {name} to apply");
+        b.block_on(cluster.wait_applied(&what, APPLY_TIMEOUT, |s| {
+            s.topics.get(name).is_none_or(|t| t.value.id != id)
+        }))
+        .map_err(ApiError::Cluster)?;
+        Ok(Attempt::Done(to_info(name, &t.value)))
+    })
 }
 
 /// CreatePartitions in cluster mode.
@@ -184,12 +208,7 @@ pub(crate) fn add_partitions(
     count: i32,
     validate_only: bool,
 ) -> Result<TopicInfo, ApiError> {
-    for _ in 0..CAS_ATTEMPTS {
-        let s = latest(cluster);
-        let t = s
-            .topics
-            .get(name)
-            .ok_or(ApiError::UnknownTopicOrPartition)?;
+    on_topic(cluster, name, |s, t| {
         if count <= t.value.partitions {
             return Err(ApiError::InvalidPartitions {
                 reason: if count == t.value.partitions {
@@ -199,28 +218,28 @@ pub(crate) fn add_partitions(
                 },
             });
         }
-        check_partition_limit(b, &s, count - t.value.partitions)?;
+        check_partition_limit(b, s, count - t.value.partitions)?;
         if validate_only {
-            return Ok(to_info(name, &t.value));
+            return Ok(Attempt::Done(to_info(name, &t.value)));
         }
         let record = TopicRecord {
             partitions: count,
             ..t.value.clone()
         };
-        if b.block_on(cluster.update_topic(name, t.mod_revision, &record))
+        if !b
+            .block_on(cluster.update_topic(name, t.mod_revision, &record))
             .map_err(ApiError::Cluster)?
         {
-            tracing::info!(
-                topic = name,
-                partitions = count,
-                "added partitions in the cluster metadata"
-            );
-            wait_assigned(b, cluster, name, record.id)?;
-            return Ok(to_info(name, &record));
+            return Ok(Attempt::Lost);
         }
-        wait_newer(cluster, s.revision);
-    }
-    Err(ApiError::Cluster(ClusterError::Conflict))
+        tracing::info!(
+            topic = name,
+            partitions = count,
+            "added partitions in the cluster metadata"
+        );
+        wait_assigned(b, cluster, name, record.id)?;
+        Ok(Attempt::Done(to_info(name, &record)))
+    })
 }
 
 /// AlterConfigs / IncrementalAlterConfigs of a TOPIC in cluster mode; every
@@ -232,12 +251,7 @@ pub(crate) fn alter_topic_configs(
     validate_only: bool,
     change: impl Fn(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ApiError>,
 ) -> Result<(), ApiError> {
-    for _ in 0..CAS_ATTEMPTS {
-        let s = latest(cluster);
-        let t = s
-            .topics
-            .get(name)
-            .ok_or(ApiError::UnknownTopicOrPartition)?;
+    on_topic(cluster, name, |_, t| {
         let new = change(&t.value.configs)?;
         let defaults = b.log_defaults();
         let new_config =
@@ -245,26 +259,26 @@ pub(crate) fn alter_topic_configs(
         let info = to_info(name, &t.value);
         crate::tiered::validate_topic(b, &new_config, Some(&effective_config(&defaults, &info)))?;
         if validate_only {
-            return Ok(());
+            return Ok(Attempt::Done(()));
         }
         let record = TopicRecord {
             configs: new.clone(),
             ..t.value.clone()
         };
-        if b.block_on(cluster.update_topic(name, t.mod_revision, &record))
+        if !b
+            .block_on(cluster.update_topic(name, t.mod_revision, &record))
             .map_err(ApiError::Cluster)?
         {
-            let what = format!("the new configs of {name} to apply");
-            b.block_on(cluster.wait_applied(&what, APPLY_TIMEOUT, |s| {
-                s.topics.get(name).is_none_or(|t| t.value.configs == new)
-            }))
-            .map_err(ApiError::Cluster)?;
-            tracing::info!(topic = name, configs = ?new, "altered topic configs in the cluster metadata");
-            return Ok(());
+            return Ok(Attempt::Lost);
         }
-        wait_newer(cluster, s.revision);
-    }
-    Err(ApiError::Cluster(ClusterError::Conflict))
+        let what = format!("the new configs of {name} to apply");
+        b.block_on(cluster.wait_applied(&what, APPLY_TIMEOUT, |s| {
+            s.topics.get(name).is_none_or(|t| t.value.configs == new)
+        }))
+        .map_err(ApiError::Cluster)?;
+        tracing::info!(topic = name, configs = ?new, "altered topic configs in the cluster metadata");
+        Ok(Attempt::Done(()))
+    })
 }
 
 /// After a lost compare-and-swap: give the watch a moment to deliver the

@@ -53,18 +53,25 @@ pub(crate) async fn run(
     }
 }
 
-/// Apply `new` (blocking). Returns the `__consumer_offsets` partitions this
-/// broker leads in it.
-pub(crate) fn apply(b: &Broker, old: &Snapshot, new: &Snapshot) -> BTreeSet<i32> {
-    let me = b.config.node_id;
-    b.topics
-        .replace_topics(new.topics.iter().map(|(name, t)| TopicInfo {
+/// The topics of `s` as the topic store holds them.
+pub(crate) fn topic_infos(s: &Snapshot) -> Vec<TopicInfo> {
+    s.topics
+        .iter()
+        .map(|(name, t)| TopicInfo {
             name: name.clone(),
             id: t.value.id,
             partitions: t.value.partitions,
             leader_epoch: 0,
             configs: t.value.configs.clone(),
-        }));
+        })
+        .collect()
+}
+
+/// Apply `new` (blocking). Returns the `__consumer_offsets` partitions this
+/// broker leads in it.
+pub(crate) fn apply(b: &Broker, old: &Snapshot, new: &Snapshot) -> BTreeSet<i32> {
+    let me = b.config.node_id;
+    b.topics.replace_topics(topic_infos(new));
     let me_name = me.to_string();
     if let Some(defaults) = b
         .dynamic

@@ -10,7 +10,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata_log::{LogManager, LogManagerConfig, SharedClock, SystemClock, TopicConfigProvider};
+use strata_log::{
+    LoadFilter, LogManager, LogManagerConfig, SharedClock, SystemClock, TopicConfigProvider,
+};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
@@ -339,37 +341,20 @@ fn open_storage(
         });
     let cluster_id = store.cluster_id(configured.as_deref())?;
     let dynamic = Arc::new(DynamicBrokerConfig::open(&config.log_dirs[0], config)?);
+    let (filter, refused) = reconcile::topic_id_filter(store.clone());
+    let logs = open_logs(
+        config,
+        clock,
+        fs,
+        &cluster_id,
+        &store,
+        &dynamic,
+        Some(filter),
+    )?;
+    let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
     let mut effective = config.clone();
     effective.log_config = (*dynamic.log_defaults()).clone();
-    let config = &effective;
-    let manager_config = LogManagerConfig {
-        log_dirs: config.log_dirs.clone(),
-        default_config: config.log_config.clone(),
-        recovery_threads_per_data_dir: config.num_recovery_threads_per_data_dir,
-        broker_id: config.node_id,
-        cluster_id: Some(cluster_id.clone()),
-        flush_offset_checkpoint_interval_ms: config.log_flush_offset_checkpoint_interval_ms,
-        flush_start_offset_checkpoint_interval_ms: config
-            .log_flush_start_offset_checkpoint_interval_ms,
-        file_delete_delay_ms: config.log_config.file_delete_delay_ms,
-        fs,
-    };
-    let (filter, refused) = reconcile::topic_id_filter(store.clone());
-    let provider_store = store.clone();
-    let provider_dynamic = dynamic.clone();
-    // Partitions load with their topic's config, as Kafka's loadLogs does.
-    let topic_configs: TopicConfigProvider = Arc::new(move |topic: &str| {
-        let base = provider_dynamic.log_defaults();
-        match provider_store.get(topic) {
-            Some(info) => effective_config(&base, &info),
-            None => (*base).clone(),
-        }
-    });
-    let logs = LogManager::open_with(manager_config, clock, Some(filter), Some(topic_configs))?;
-    let refused = std::mem::take(&mut *refused.lock().unwrap_or_else(|p| p.into_inner()));
-    logs.set_retention_check_interval_ms(config.log_retention_check_interval_ms);
-    logs.cleaner().configure(config.cleaner.clone());
-    let refused = reconcile::reconcile(config, &store, &logs, refused)?;
+    let refused = reconcile::reconcile(&effective, &store, &logs, refused)?;
     Ok((store, logs, cluster_id, dynamic, refused))
 }
 
@@ -387,36 +372,39 @@ fn open_clustered_storage(
     first: &crate::cluster::Snapshot,
 ) -> Result<ClusteredStorage, BrokerError> {
     let store = Arc::new(TopicStore::in_memory());
-    store.replace_topics(
-        first
-            .topics
-            .iter()
-            .map(|(name, t)| crate::topics::TopicInfo {
-                name: name.clone(),
-                id: t.value.id,
-                partitions: t.value.partitions,
-                leader_epoch: 0,
-                configs: t.value.configs.clone(),
-            }),
-    );
+    store.replace_topics(partition_sync::topic_infos(first));
     let dynamic = Arc::new(DynamicBrokerConfig::clustered(
         config,
         first.broker_configs(""),
         first.broker_configs(&config.node_id.to_string()),
     ));
-    let mut effective = config.clone();
-    effective.log_config = (*dynamic.log_defaults()).clone();
-    let config = &effective;
+    let logs = open_logs(config, clock, fs, &cluster_id, &store, &dynamic, None)?;
+    Ok((store, logs, dynamic))
+}
+
+/// Open the log manager over `config`'s log dirs with the dynamic log
+/// defaults in force; partitions load with their topic's config, as
+/// Kafka's loadLogs does. `filter` refuses partitions before they open.
+fn open_logs(
+    config: &BrokerConfig,
+    clock: SharedClock,
+    fs: strata_log::fs::SharedFs,
+    cluster_id: &str,
+    store: &Arc<TopicStore>,
+    dynamic: &Arc<DynamicBrokerConfig>,
+    filter: Option<LoadFilter>,
+) -> Result<Arc<LogManager>, BrokerError> {
+    let defaults = dynamic.log_defaults();
     let manager_config = LogManagerConfig {
         log_dirs: config.log_dirs.clone(),
-        default_config: config.log_config.clone(),
+        default_config: (*defaults).clone(),
         recovery_threads_per_data_dir: config.num_recovery_threads_per_data_dir,
         broker_id: config.node_id,
-        cluster_id: Some(cluster_id),
+        cluster_id: Some(cluster_id.to_string()),
         flush_offset_checkpoint_interval_ms: config.log_flush_offset_checkpoint_interval_ms,
         flush_start_offset_checkpoint_interval_ms: config
             .log_flush_start_offset_checkpoint_interval_ms,
-        file_delete_delay_ms: config.log_config.file_delete_delay_ms,
+        file_delete_delay_ms: defaults.file_delete_delay_ms,
         fs,
     };
     let provider_store = store.clone();
@@ -428,10 +416,10 @@ fn open_clustered_storage(
             None => (*base).clone(),
         }
     });
-    let logs = LogManager::open_with(manager_config, clock, None, Some(topic_configs))?;
+    let logs = LogManager::open_with(manager_config, clock, filter, Some(topic_configs))?;
     logs.set_retention_check_interval_ms(config.log_retention_check_interval_ms);
     logs.cleaner().configure(config.cleaner.clone());
-    Ok((store, logs, dynamic))
+    Ok(logs)
 }
 
 /// The cluster id recorded in the first log dir's `meta.properties` that

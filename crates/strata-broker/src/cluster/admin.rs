@@ -23,18 +23,8 @@ impl Cluster {
         record: &TopicRecord,
     ) -> Result<bool, ClusterError> {
         let key = layout::topic_key(name);
-        let r = self
-            .store
-            .txn(
-                &[Cond::CreateRevision(key.clone(), 0)],
-                &[Op::Put(
-                    key,
-                    serde_json::to_vec(record).expect("serializes"),
-                )],
-            )
-            .await;
-        self.note(&r);
-        Ok(r?.is_some())
+        let when = [Cond::CreateRevision(key.clone(), 0)];
+        self.write(&when, &[Op::Put(key, json(record))]).await
     }
 
     /// The record of topic `name` as etcd holds it now.
@@ -61,18 +51,8 @@ impl Cluster {
         record: &TopicRecord,
     ) -> Result<bool, ClusterError> {
         let key = layout::topic_key(name);
-        let r = self
-            .store
-            .txn(
-                &[Cond::ModRevision(key.clone(), expected)],
-                &[Op::Put(
-                    key,
-                    serde_json::to_vec(record).expect("serializes"),
-                )],
-            )
-            .await;
-        self.note(&r);
-        Ok(r?.is_some())
+        let when = [Cond::ModRevision(key.clone(), expected)];
+        self.write(&when, &[Op::Put(key, json(record))]).await
     }
 
     /// Delete topic `name` (read at `expected`, id `id`) with its partition
@@ -88,19 +68,13 @@ impl Cluster {
         id: Uuid,
     ) -> Result<bool, ClusterError> {
         let key = layout::topic_key(name);
-        let r = self
-            .store
-            .txn(
-                &[Cond::ModRevision(key.clone(), expected)],
-                &[
-                    Op::Delete(key),
-                    Op::DeletePrefix(layout::topic_partitions_prefix(name)),
-                    Op::Put(layout::deleted_topic_key(id), name.as_bytes().to_vec()),
-                ],
-            )
-            .await;
-        self.note(&r);
-        Ok(r?.is_some())
+        let when = [Cond::ModRevision(key.clone(), expected)];
+        let ops = [
+            Op::Delete(key),
+            Op::DeletePrefix(layout::topic_partitions_prefix(name)),
+            Op::Put(layout::deleted_topic_key(id), name.as_bytes().to_vec()),
+        ];
+        self.write(&when, &ops).await
     }
 
     /// Replace the dynamic configs of BROKER resource `resource` (empty:
@@ -119,17 +93,9 @@ impl Cluster {
         let op = if configs.is_empty() {
             Op::Delete(key.clone())
         } else {
-            Op::Put(
-                key.clone(),
-                serde_json::to_vec(configs).expect("serializes"),
-            )
+            Op::Put(key.clone(), json(configs))
         };
-        let r = self
-            .store
-            .txn(&[Cond::ModRevision(key, expected)], &[op])
-            .await;
-        self.note(&r);
-        Ok(r?.is_some())
+        self.write(&[Cond::ModRevision(key, expected)], &[op]).await
     }
 
     /// Reserve `count` producer ids cluster-wide; returns the first. The
@@ -153,21 +119,26 @@ impl Cluster {
                 None => (0, 0),
             };
             let end = next.checked_add(count).ok_or(ClusterError::Conflict)?;
-            let r = self
-                .store
-                .txn(
-                    &[Cond::ModRevision(layout::PRODUCER_IDS.into(), revision)],
-                    &[Op::Put(
-                        layout::PRODUCER_IDS.into(),
-                        end.to_string().into_bytes(),
-                    )],
-                )
-                .await;
-            self.note(&r);
-            if r?.is_some() {
+            let when = [Cond::ModRevision(layout::PRODUCER_IDS.into(), revision)];
+            let ops = [Op::Put(
+                layout::PRODUCER_IDS.into(),
+                end.to_string().into_bytes(),
+            )];
+            if self.write(&when, &ops).await? {
                 return Ok(next);
             }
         }
         Err(ClusterError::Conflict)
     }
+
+    /// One conditional transaction; `Ok(false)` when a condition failed.
+    async fn write(&self, when: &[Cond], ops: &[Op]) -> Result<bool, ClusterError> {
+        let r = self.store.txn(when, ops).await;
+        self.note(&r);
+        Ok(r?.is_some())
+    }
+}
+
+fn json(value: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(value).expect("metadata records serialize")
 }

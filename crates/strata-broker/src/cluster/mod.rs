@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-pub(crate) use layout::{BrokerRecord, PartitionRecord, Snapshot, TopicRecord};
+pub(crate) use layout::{BrokerRecord, PartitionRecord, Snapshot, TopicRecord, Versioned};
 use store::{Cond, MetaStore, Op};
 
 /// How long one etcd request may take before it counts as unreachable.

@@ -194,34 +194,27 @@ impl DynamicBrokerConfig {
         for (id, level) in doc.brokers.iter_mut() {
             sanitize(level, id);
         }
-        let me = config.node_id.to_string();
-        let per_broker = doc.brokers.get(&me).cloned().unwrap_or_default();
-        let merged = merge(&config.properties, &doc.cluster_default, &per_broker);
-        let log_defaults = match LogConfig::from_broker_properties(&merged) {
-            Ok(c) => c,
+        let state = match state_for(&config.properties, config.node_id, doc.clone()) {
+            Ok(state) => state,
             Err(error) => {
                 tracing::error!(%error, "dynamic broker configs do not combine; using static log defaults");
-                config.log_config.clone()
+                // Keep the document (a later change may repair it); serve
+                // the static configuration meanwhile.
+                let mut state = State::from_static(config);
+                state.doc = doc;
+                state
             }
         };
-        if !doc.cluster_default.is_empty() || !per_broker.is_empty() {
-            tracing::info!(cluster_default = ?doc.cluster_default, per_broker = ?per_broker,
+        let snapshot = &state.snapshot;
+        if !snapshot.cluster_default.is_empty() || !snapshot.per_broker.is_empty() {
+            tracing::info!(cluster_default = ?snapshot.cluster_default, per_broker = ?snapshot.per_broker,
                 "applying dynamic broker configs");
         }
-        let snapshot = Snapshot {
-            per_broker,
-            cluster_default: doc.cluster_default.clone(),
-            merged,
-        };
         DynamicBrokerConfig {
             node_id: config.node_id,
             static_props: config.properties.clone(),
             path,
-            state: RwLock::new(State {
-                doc,
-                snapshot: Arc::new(snapshot),
-                log_defaults: Arc::new(log_defaults),
-            }),
+            state: RwLock::new(state),
             writer: Mutex::new(()),
         }
     }
@@ -245,33 +238,23 @@ impl DynamicBrokerConfig {
         {
             return None;
         }
-        let merged = merge(&self.static_props, &cluster_default, &per_broker);
-        let defaults = match LogConfig::from_broker_properties(&merged) {
-            Ok(c) => c,
+        let mut doc = store::Document {
+            cluster_default,
+            ..store::Document::default()
+        };
+        if !per_broker.is_empty() {
+            doc.brokers.insert(self.node_id.to_string(), per_broker);
+        }
+        let state = match state_for(&self.static_props, self.node_id, doc) {
+            Ok(state) => state,
             Err(error) => {
                 tracing::error!(%error, "dynamic broker configs from the cluster do not combine; keeping the current ones");
                 return None;
             }
         };
-        let mut doc = store::Document {
-            cluster_default: cluster_default.clone(),
-            ..store::Document::default()
-        };
-        if !per_broker.is_empty() {
-            doc.brokers
-                .insert(self.node_id.to_string(), per_broker.clone());
-        }
-        let changed = *old_defaults != defaults;
-        let defaults = Arc::new(defaults);
-        *self.state.write().unwrap_or_else(|p| p.into_inner()) = State {
-            doc,
-            snapshot: Arc::new(Snapshot {
-                per_broker,
-                cluster_default,
-                merged,
-            }),
-            log_defaults: defaults.clone(),
-        };
+        let changed = *old_defaults != *state.log_defaults;
+        let defaults = state.log_defaults.clone();
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = state;
         changed.then_some(defaults)
     }
 
@@ -401,6 +384,46 @@ impl DynamicBrokerConfig {
 
 /// Static properties overlaid by the cluster default, then by the
 /// per-broker level; each overlaid name first removes its unit synonyms.
+/// What `doc` makes of this broker's configs: its two levels, merged over
+/// the static properties, and the log defaults they give.
+fn state_for(
+    static_props: &BTreeMap<String, String>,
+    node_id: i32,
+    doc: store::Document,
+) -> Result<State, strata_log::ConfigError> {
+    let per_broker = doc
+        .brokers
+        .get(&node_id.to_string())
+        .cloned()
+        .unwrap_or_default();
+    let merged = merge(static_props, &doc.cluster_default, &per_broker);
+    let log_defaults = LogConfig::from_broker_properties(&merged)?;
+    Ok(State {
+        snapshot: Arc::new(Snapshot {
+            per_broker,
+            cluster_default: doc.cluster_default.clone(),
+            merged,
+        }),
+        log_defaults: Arc::new(log_defaults),
+        doc,
+    })
+}
+
+impl State {
+    /// The static configuration alone (no dynamic level).
+    fn from_static(config: &BrokerConfig) -> State {
+        State {
+            doc: store::Document::default(),
+            snapshot: Arc::new(Snapshot {
+                per_broker: BTreeMap::new(),
+                cluster_default: BTreeMap::new(),
+                merged: config.properties.clone(),
+            }),
+            log_defaults: Arc::new(config.log_config.clone()),
+        }
+    }
+}
+
 pub(crate) fn merge(
     static_props: &BTreeMap<String, String>,
     cluster_default: &BTreeMap<String, String>,
