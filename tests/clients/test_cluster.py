@@ -24,6 +24,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from admin_checks import assert_admin_round_trip
+
 from cluster import (CLUSTER_SETTINGS, StrataCluster, create_topic_raw, delete_records_error, fetch_error,
                      find_coordinator, list_offsets_error, offset_for_leader_epoch_error, produce_error,
                      wait_until)
@@ -220,6 +222,14 @@ def test_partition_requests_to_a_broker_that_does_not_lead_are_refused(etcd, clu
     assert offset_for_leader_epoch_error(at_leader, topic, p, epoch) == 0
     assert fetch_error(at_leader, topic, p, epoch + 1) == UNKNOWN_LEADER_EPOCH
     assert list_offsets_error(at_leader, topic, p, epoch + 1) == UNKNOWN_LEADER_EPOCH
+
+
+def test_admin_requests_work_on_every_broker(etcd, cluster_factory, java):
+    """The Java Admin walk (create, describe, alter configs, delete) through each broker in turn:
+    every broker can take admin requests, whichever one is the controller."""
+    cluster = new_cluster(cluster_factory, etcd.endpoint)
+    for node_id, b in cluster.running().items():
+        assert_admin_round_trip(java, b.bootstrap, f"java-admin-{node_id}")
 
 
 def test_group_coordinator_on_another_broker_commits_and_resumes(etcd, cluster_factory):

@@ -26,7 +26,7 @@ const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
 
-async fn describe(c: &mut Client, ty: i8, name: &str) -> DescribeConfigsResponse {
+pub(crate) async fn describe(c: &mut Client, ty: i8, name: &str) -> DescribeConfigsResponse {
     describe_configs(c, ty, name).await
 }
 
@@ -38,7 +38,7 @@ fn entry<'a>(resp: &'a DescribeConfigsResponse, name: &str) -> &'a DescribeConfi
         .unwrap_or_else(|| panic!("{name} described"))
 }
 
-fn value(resp: &DescribeConfigsResponse, name: &str) -> (Option<String>, i8) {
+pub(crate) fn value(resp: &DescribeConfigsResponse, name: &str) -> (Option<String>, i8) {
     let e = entry(resp, name);
     (e.value.as_ref().map(|v| v.to_string()), e.config_source)
 }

@@ -6,10 +6,16 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+/// A real etcd on loopback (shared with the cluster unit tests).
+#[path = "../../src/cluster/etcd_harness.rs"]
+#[allow(dead_code)]
+mod etcd;
+
 mod admin;
 mod api_versions;
 mod bad_requests;
 mod broker_configs;
+mod cluster;
 mod configs;
 mod decompressed_cap;
 mod groups;
