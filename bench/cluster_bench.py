@@ -19,7 +19,8 @@ fsync of everything dirty, so machine noise and order effects fall on both alike
 On the cluster, every topic's leaders are read from Metadata before the run and must cover all
 three brokers. Reported per setup and phase: the median records/s and MB/s (payload bytes, 10^6)
 over the rounds, the brokers' CPU seconds (utime + stime from /proc, summed over the setup's
-brokers) and the ratio cluster / single for each phase. At the end the brokers' and etcd's WARN
+brokers) and the ratio cluster / single for each phase (of the medians, and the range of each
+round's own ratio, which shows how much machine noise moves the comparison). At the end the brokers' and etcd's WARN
 and ERROR log lines are listed with their counts.
 """
 
@@ -366,7 +367,7 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=600_000, help="records per phase")
     parser.add_argument("--size", type=int, default=100, help="record size in bytes")
     parser.add_argument("--producers", type=int, default=3, help="processes in the parallel produce phase")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of (single, cluster) runs; medians reported")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of (single, cluster) runs; medians reported")
     parser.add_argument("--logs", type=Path, help="keep the brokers' and etcd's output here")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
@@ -455,14 +456,21 @@ def main() -> int:
                          "mb_per_s": round(rate * args.size / MB, 1), "broker_cpu_s": cpu,
                          "runs": runs[name][phase]})
     ratios = {phase: round(medians["cluster"][phase] / medians["single"][phase], 3) for phase in phases}
+    # The two setups' runs of one round are minutes apart at most, so each round's own ratio shows
+    # how far machine noise moves the comparison.
+    paired = {phase: sorted(round(one["seconds"] / three["seconds"], 3)
+                            for one, three in zip(runs["single"][phase], runs["cluster"][phase])) for phase in phases}
 
     print(f"\n{args.count:,} x {args.size} B records per phase over {PARTITIONS} partitions, median of "
           f"{args.rounds} rounds, {os.cpu_count()} CPUs (records/s, MB/s of payload, brokers' CPU seconds)",
           flush=True)
-    print(f"{'setup':<8} {'phase':<11} {'records/s':>11} {'MB/s':>7} {'CPU s':>6}  {'cluster / single':>16}",
-          flush=True)
+    print(f"{'setup':<8} {'phase':<11} {'records/s':>11} {'MB/s':>7} {'CPU s':>6}  {'cluster / single':>16}"
+          f"  {'per round':>11}", flush=True)
     for row in rows:
-        ratio = f"{ratios[row['phase']]:16.2f}" if row["setup"] == "cluster" else ""
+        ratio = ""
+        if row["setup"] == "cluster":
+            each = paired[row["phase"]]
+            ratio = f"{ratios[row['phase']]:16.2f}  {each[0]:.2f} - {each[-1]:.2f}"
         print(f"{row['setup']:<8} {row['phase']:<11} {row['records_per_s']:>11,} {row['mb_per_s']:>7.1f} "
               f"{row['broker_cpu_s']:>6.2f}  {ratio}".rstrip(), flush=True)
     print(f"WARN/ERROR log lines (brokers and etcd): {sum(problems.values())}", flush=True)
@@ -475,6 +483,7 @@ def main() -> int:
     if args.json:
         results = {"count": args.count, "size": args.size, "partitions": PARTITIONS, "producers": args.producers,
                    "rounds": args.rounds, "cpus": os.cpu_count(), "results": rows, "cluster_vs_single": ratios,
+                   "cluster_vs_single_per_round": paired,
                    "cluster_leaders": setups["cluster"].leaders, "log_warnings_and_errors": problems,
                    "broker_exit_codes": codes}
         args.json.write_text(json.dumps(results, indent=2) + "\n")
