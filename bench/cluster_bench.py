@@ -143,6 +143,19 @@ def wait_for_cluster(bootstrap: str) -> None:
     raise RuntimeError(f"cluster not formed within {READY_TIMEOUT_S}s (brokers, controller: {seen})")
 
 
+def check_cluster(setup: Setup, topics: list[str]) -> None:
+    """Before a timed run: every broker still registered and every partition still led by the
+    broker that led it at creation (a broker whose lease lapsed would fail the run slowly)."""
+    md = AdminClient({"bootstrap.servers": setup.bootstrap}).list_topics(timeout=10)
+    if len(md.brokers) != len(setup.brokers):
+        raise RuntimeError(f"{setup.name}: Metadata lists brokers {sorted(md.brokers)}, expected {len(setup.brokers)}")
+    for topic in topics:
+        t = md.topics.get(topic)
+        leaders = [t.partitions[p].leader for p in range(PARTITIONS)] if t and not t.error else None
+        if leaders != setup.leaders[topic]:
+            raise RuntimeError(f"{setup.name}: {topic} partition leaders {leaders}, at creation {setup.leaders[topic]}")
+
+
 def partition_leaders(bootstrap: str, topic: str) -> list[int] | None:
     """Each partition's leader as this bootstrap broker reports it, or None while incomplete.
     A fresh client knows only its bootstrap broker, so this asks that broker."""
@@ -179,6 +192,8 @@ PRODUCER_CONFIG = {
     "acks": 1, "compression.type": "none", "linger.ms": 50, "batch.size": 1_000_000,
     "batch.num.messages": 1_000_000, "queue.buffering.max.messages": 2_000_000,
     "queue.buffering.max.kbytes": 2_000_000,
+    # A partition whose leader has gone fails its records after a minute, not librdkafka's five.
+    "message.timeout.ms": 60_000,
 }
 
 
@@ -189,11 +204,14 @@ def produce_records(bootstrap: str, topic: str, count: int, size: int, first: in
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
     payload = (bytes(range(256)) * (size // 256 + 1))[:size]
     acked = [0] * PARTITIONS
+    failed = [0] * PARTITIONS
     failures: list[str] = []
 
     def on_delivery(err, msg):
         if err is not None:
-            failures.append(str(err))
+            failed[msg.partition()] += 1
+            if len(failures) < 3:
+                failures.append(str(err))
         else:
             acked[msg.partition()] += 1
 
@@ -210,7 +228,8 @@ def produce_records(bootstrap: str, topic: str, count: int, size: int, first: in
     end = time.perf_counter()
     if left:
         failures.append(f"{left} records left unsent")
-    return {"start": start, "end": end, "acked": acked, "failures": failures[:5], "failed": len(failures)}
+    return {"start": start, "end": end, "acked": acked, "failed_per_partition": failed, "failures": failures,
+            "failed": sum(failed) + left}
 
 
 def _producer_process(bootstrap: str, topic: str, count: int, size: int, first: int, barrier, results) -> None:
@@ -220,7 +239,7 @@ def _producer_process(bootstrap: str, topic: str, count: int, size: int, first: 
         barrier.wait(timeout=120)
         results.put(produce_records(bootstrap, topic, count, size, first))
     except BaseException as e:  # the parent must hear about it, not wait for a result forever
-        results.put({"failed": 1, "failures": [repr(e)]})
+        results.put({"failed": 1, "failed_per_partition": [], "failures": [repr(e)]})
         raise
 
 
@@ -258,7 +277,8 @@ def produce_parallel(bootstrap: str, topic: str, count: int, size: int,
 def produce(bootstrap: str, topic: str, count: int, size: int) -> tuple[float, list[int]]:
     r = produce_records(bootstrap, topic, count, size, 0)
     if r["failed"]:
-        raise RuntimeError(f"{topic}: {r['failed']} deliveries failed, e.g. {r['failures']}")
+        raise RuntimeError(f"{topic}: {r['failed']} deliveries failed (per partition {r['failed_per_partition']}), "
+                           f"e.g. {r['failures']}")
     return r["end"] - r["start"], r["acked"]
 
 
@@ -368,6 +388,10 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100, help="record size in bytes")
     parser.add_argument("--producers", type=int, default=3, help="processes in the parallel produce phase")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of (single, cluster) runs; medians reported")
+    parser.add_argument("--session-timeout-ms", type=int, default=3000,
+                        help="the cluster brokers' broker.session.timeout.ms (their etcd lease)")
+    parser.add_argument("--heartbeat-ms", type=int, default=500,
+                        help="the cluster brokers' broker.heartbeat.interval.ms")
     parser.add_argument("--logs", type=Path, help="keep the brokers' and etcd's output here")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
@@ -390,7 +414,8 @@ def main() -> int:
             etcd.start()
             cluster_overrides = {
                 "strata.metadata.etcd.endpoints": etcd.endpoint,
-                "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
+                "broker.session.timeout.ms": str(args.session_timeout_ms),
+                "broker.heartbeat.interval.ms": str(args.heartbeat_ms),
             }
             members = []
             for node in range(1, BROKERS + 1):
@@ -414,6 +439,7 @@ def main() -> int:
                 for name in order:
                     setup = setups[name]
                     one, par = f"bench-{r}-one", f"bench-{r}-par"
+                    check_cluster(setup, [one, par])
                     os.sync()  # start without the previous run's dirty pages
                     cpu0 = setup.cpu_seconds()
                     p_s, acked = produce(setup.bootstrap, one, args.count, args.size)
@@ -482,10 +508,10 @@ def main() -> int:
 
     if args.json:
         results = {"count": args.count, "size": args.size, "partitions": PARTITIONS, "producers": args.producers,
-                   "rounds": args.rounds, "cpus": os.cpu_count(), "results": rows, "cluster_vs_single": ratios,
-                   "cluster_vs_single_per_round": paired,
-                   "cluster_leaders": setups["cluster"].leaders, "log_warnings_and_errors": problems,
-                   "broker_exit_codes": codes}
+                   "rounds": args.rounds, "cpus": os.cpu_count(), "session_timeout_ms": args.session_timeout_ms,
+                   "heartbeat_ms": args.heartbeat_ms, "results": rows, "cluster_vs_single": ratios,
+                   "cluster_vs_single_per_round": paired, "cluster_leaders": setups["cluster"].leaders,
+                   "log_warnings_and_errors": problems, "broker_exit_codes": codes}
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     return 1 if bad_exits else 0
 

@@ -5,7 +5,8 @@
 # records through each setup over 6 partitions (one producer, one consumer, then 3 producer
 # processes at once), printing records/s, MB/s and cluster / single for each phase.
 # Extra arguments go to cluster_bench.py (e.g. --json out.json, --rounds 5, --logs DIR).
-# Needs etcd (/usr/bin/etcd, or STRATA_ETCD) and protoc for the build.
+# Needs etcd (installed by install-test-deps.sh, or STRATA_ETCD) and protoc for the build
+# (ensure-build-deps.sh).
 # Results are recorded in docs/benchmarks.md.
 set -euo pipefail
 
@@ -14,6 +15,7 @@ cd "$ROOT"
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
 scripts/install-test-deps.sh
+scripts/ensure-build-deps.sh
 ETCD=${STRATA_ETCD:-$(command -v etcd || true)}
 if [ -z "$ETCD" ] || [ ! -x "$ETCD" ]; then
   echo "bench-cluster: etcd not found (install Debian's etcd-server, or set STRATA_ETCD)" >&2
