@@ -159,7 +159,10 @@ def check_cluster(setup: Setup, topics: list[str]) -> None:
 def partition_leaders(bootstrap: str, topic: str) -> list[int] | None:
     """Each partition's leader as this bootstrap broker reports it, or None while incomplete.
     A fresh client knows only its bootstrap broker, so this asks that broker."""
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=5)
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=5)
+    except KafkaException:  # a broker busy applying the new topics; asked again
+        return None
     t = md.topics.get(topic)
     if t is None or t.error is not None or len(t.partitions) != PARTITIONS:
         return None
