@@ -192,3 +192,31 @@ async fn log_dirs_of_another_cluster_refuse_to_join() {
         "a new broker takes the cluster's id"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_brokers_never_get_overlapping_producer_id_blocks() {
+    let etcd = tokio::task::spawn_blocking(etcd::Etcd::start)
+        .await
+        .unwrap();
+    let a = Cluster::join(settings(&etcd, "/pids", 1), record(1), None)
+        .await
+        .unwrap();
+    let b = Cluster::join(settings(&etcd, "/pids", 2), record(2), None)
+        .await
+        .unwrap();
+    let take = |c: std::sync::Arc<Cluster>| async move {
+        let mut firsts = Vec::new();
+        for _ in 0..25 {
+            firsts.push(c.allocate_producer_ids(1000).await.unwrap());
+        }
+        firsts
+    };
+    let (from_a, from_b) = tokio::join!(tokio::spawn(take(a)), tokio::spawn(take(b)));
+    let mut all: Vec<i64> = from_a.unwrap().into_iter().chain(from_b.unwrap()).collect();
+    all.sort_unstable();
+    let expected: Vec<i64> = (0..50).map(|i| i * 1000).collect();
+    assert_eq!(
+        all, expected,
+        "every block handed out once, none overlapping"
+    );
+}
