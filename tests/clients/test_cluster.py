@@ -7,7 +7,8 @@ not the bootstrap broker; a SIGKILLed broker's partitions leaderless within the 
 while the others keep taking records, and all of them back after a restart; a new controller
 after the controller's SIGKILL (the failover time is printed: `pytest -s`); one etcd member of
 three lost changes nothing, all of etcd lost keeps produce and fetch and refuses CreateTopics
-with a clear error until etcd is back.
+with a clear error until etcd is back; a broker restarted after its topic was deleted while it
+was down deletes that topic's partitions and keeps one etcd never knew (never delete on a guess).
 
 Each broker is asked directly for its Metadata (`cluster.metadata`): the clients cache and
 route metadata, and a failover check needs what a given broker says now.
@@ -15,21 +16,24 @@ route metadata, and a failover check needs what a given broker says now.
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
 import subprocess
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from admin_checks import assert_admin_round_trip
-
 from cluster import (CLUSTER_SETTINGS, StrataCluster, create_topic_raw, delete_records_error, fetch_error,
                      find_coordinator, list_offsets_error, offset_for_leader_epoch_error, produce_error,
                      wait_until)
-from records import BASE_TIMESTAMP_MS, Record, assert_records, consume_confluent, create_topic, make_records
+from records import BASE_TIMESTAMP_MS, Record, admin, assert_records, consume_confluent, create_topic, make_records
 
 RACKS = ["r1", "r2", "r3"]
 PARTITIONS = 6
@@ -127,6 +131,10 @@ def per_partition(records: list[Record], partitions: list[int]) -> dict[int, lis
 
 def leaders(cluster: StrataCluster, topic: str, node_id: int | None = None) -> dict[int, int]:
     return cluster.metadata(node_id, [topic]).leaders(topic)
+
+
+def epochs(cluster: StrataCluster, topic: str) -> dict[int, int]:
+    return {p: info.leader_epoch for p, info in cluster.metadata(None, [topic]).topics[topic].partitions.items()}
 
 
 def wait_for_leaders(cluster: StrataCluster, topic: str, partitions: int) -> dict[int, int]:
@@ -304,6 +312,7 @@ def test_sigkilled_broker_goes_leaderless_others_keep_serving_and_all_returns(et
     topic, count = "victim", 600
     create_topic(cluster.bootstrap, topic, PARTITIONS)
     before = wait_for_leaders(cluster, topic, PARTITIONS)
+    epochs_before = epochs(cluster, topic)
     controller = cluster.controller()
     # The victim leads some partitions and is not the controller (that is the next test).
     victim = next(n for n in sorted(set(before.values())) if n != controller)
@@ -344,6 +353,14 @@ def test_sigkilled_broker_goes_leaderless_others_keep_serving_and_all_returns(et
 
     cluster.broker(victim).start()  # same port and log dir
     assert wait_for_leaders(cluster, topic, PARTITIONS) == before
+    # The controller took leadership away from the dead broker and gave it back: a new leader
+    # epoch for each of its partitions (a client fences on it), the others' unchanged. Metadata
+    # shows a dead leader as -1 whatever the controller decided; the epoch is what tells.
+    epochs_after = epochs(cluster, topic)
+    assert all(epochs_after[p] > epochs_before[p] for p in lost), (
+        f"broker {victim}'s partitions {lost} kept their leader epochs: {epochs_before} -> {epochs_after}")
+    assert all(epochs_after[p] == epochs_before[p] for p in kept), (
+        f"partitions {kept} changed leader epochs: {epochs_before} -> {epochs_after}")
     for p in all_parts:
         assert_records(consume_confluent(cluster.bootstrap, topic, len(expected[p]), partition=p), expected[p])
 
@@ -444,3 +461,100 @@ def test_all_etcd_down_keeps_produce_and_fetch_and_refuses_create_topics(etcd_cl
     wait_until(created, 30, "CreateTopics to succeed once etcd is back")
     topic.produce("etcd-back")
     topic.read_back()
+
+
+# The partition.metadata Strata (like Kafka) writes: version 0, the topic id in unpadded base64url,
+# no newline after it.
+PARTITION_METADATA = re.compile(r"version: 0\ntopic_id: [A-Za-z0-9_-]{22}")
+
+
+def partition_dirs(log_dir: Path, topic: str) -> list[str]:
+    """The live directories of `topic`'s partitions in `log_dir` (not `<tp>.<uuid>-delete` ones)."""
+    pattern = re.compile(re.escape(topic) + r"-\d+")
+    return sorted(d.name for d in log_dir.iterdir() if d.is_dir() and pattern.fullmatch(d.name))
+
+
+def dir_contents(path: Path) -> dict[str, bytes]:
+    """partition.metadata and the segments' records: what deleting or rewriting would change."""
+    return {f.name: f.read_bytes() for f in sorted(path.iterdir())
+            if f.name == "partition.metadata" or f.suffix == ".log"}
+
+
+def test_restarted_broker_deletes_only_partitions_etcd_confirms_are_gone(etcd, cluster_factory):
+    """A topic deleted while a broker was down: at restart the broker deletes its partitions (etcd
+    keeps a `deleted-topics/<id>` marker) and keeps a partition directory etcd never knew, as
+    Kafka keeps a stray it cannot prove is gone."""
+    cluster = cluster_factory(etcd.endpoint, count=2)
+    parts = [0, 1, 2, 3]
+    for topic in ("gone", "kept"):
+        create_topic(cluster.bootstrap, topic, len(parts))
+    gone_leaders = wait_for_leaders(cluster, "gone", len(parts))
+    kept_leaders = wait_for_leaders(cluster, "kept", len(parts))
+    controller = cluster.controller()
+    # X is not the controller (the deletion must not wait for a failover) and holds partitions
+    # of both topics.
+    x = next(n for n in cluster.brokers if n != controller)
+    other = cluster.broker(controller)
+    x_gone = sorted(p for p, n in gone_leaders.items() if n == x)
+    x_kept = sorted(p for p, n in kept_leaders.items() if n == x)
+    assert x_gone and x_kept, f"broker {x} leads no partition of gone ({gone_leaders}) or kept ({kept_leaders})"
+
+    targets = spread(40, parts)
+    produce(cluster.bootstrap, "gone", make_records("gone", 40), targets, timeout_s=30)
+    kept = make_records("kept", 40)
+    produce(cluster.bootstrap, "kept", kept, targets, timeout_s=30)
+    expected = per_partition(kept, targets)
+
+    broker_x = cluster.broker(x)
+    broker_x.kill()
+    log_dir = broker_x.log_dir
+    assert partition_dirs(log_dir, "gone") == [f"gone-{p}" for p in x_gone]
+
+    # Deleted through the other broker while X is down: only etcd's marker tells X.
+    client = admin(other.bootstrap)
+    client.delete_topics(["gone"], operation_timeout=30)["gone"].result(timeout=30)
+    assert "gone" not in cluster.metadata(controller).topics
+
+    # A partition of a topic etcd has never known: a copy of one of X's with a fresh topic id.
+    stranger = log_dir / "stranger-0"
+    shutil.copytree(log_dir / f"kept-{x_kept[0]}", stranger)
+    meta = (stranger / "partition.metadata").read_text()
+    assert PARTITION_METADATA.fullmatch(meta), f"unexpected partition.metadata format: {meta!r}"
+    stranger_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    (stranger / "partition.metadata").write_text(f"version: 0\ntopic_id: {stranger_id}")
+    planted = dir_contents(stranger)
+
+    left: list[str] = []
+
+    def gone_deleted() -> bool:
+        left[:] = partition_dirs(log_dir, "gone")
+        return not left
+
+    restarted_at = time.monotonic()
+    broker_x.start()  # same port and log dir
+    try:
+        wait_until(gone_deleted, 10, f"broker {x} to delete (or rename to *-delete) its partitions of gone")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; still there: {left}") from None
+    print(f"\nbroker {x} restarted: deleted topic gone's partitions {x_gone} after "
+          f"{time.monotonic() - restarted_at:.2f} s")
+    # The same pass over X's logs looked at stranger-0: kept, byte for byte, with a WARN.
+    assert stranger.is_dir(), (f"broker {x} deleted stranger-0, a partition etcd never knew: "
+                               f"{sorted(p.name for p in log_dir.iterdir() if not p.name.startswith('__'))}")
+    assert dir_contents(stranger) == planted, "stranger-0's files changed"
+    warned = re.compile(r"WARN .*does not know this partition; keeping it untouched tp=stranger-0 ")
+    wait_until(lambda: warned.search(broker_x.output_files[-1].read_text()), 10,
+               f"broker {x} to WARN that it keeps stranger-0")
+    for node_id in cluster.running():
+        assert {"gone", "stranger"}.isdisjoint(cluster.metadata(node_id).topics)
+
+    # X serves its partitions of kept as before.
+    assert wait_for_leaders(cluster, "kept", len(parts)) == kept_leaders
+    more = make_records("kept-after", 20)
+    more_targets = spread(len(more), x_kept)
+    produce(broker_x.bootstrap, "kept", more, more_targets, timeout_s=30)
+    for p, rs in per_partition(more, more_targets).items():
+        expected[p] += rs
+    for p in parts:
+        assert_records(consume_confluent(cluster.bootstrap, "kept", len(expected[p]), partition=p), expected[p])
+    assert stranger.is_dir() and dir_contents(stranger) == planted
