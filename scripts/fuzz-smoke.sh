@@ -24,6 +24,13 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module \
 -Cllvm-args=-sanitizer-coverage-trace-compares \
 -Cdebug-assertions -Coverflow-checks"
 
+# A smoke run only shows that every target builds and survives a few seconds, so it
+# builds at opt-level 1 without debug info: about half the compile time of the fuzz
+# crate's release profile, which is most of this step on a fresh machine. Long
+# campaigns set STRATA_FUZZ_OPT_LEVEL=3 (and STRATA_FUZZ_DEBUG=1 for line numbers).
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=${STRATA_FUZZ_OPT_LEVEL:-1}
+export CARGO_PROFILE_RELEASE_DEBUG=${STRATA_FUZZ_DEBUG:-0}
+
 # --target keeps the instrumentation off build scripts and proc macros.
 cargo build --manifest-path "$ROOT/fuzz/Cargo.toml" --release --target "$TRIPLE" \
   --target-dir "$TARGET_DIR" --bins
