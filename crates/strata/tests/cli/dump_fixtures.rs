@@ -2,9 +2,7 @@
 //! Kafka 3.9's `kafka-dump-log` would, checked value by value against each
 //! fixture's manifest (batches, records, payloads, control markers, JSON).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn lines(s: &str) -> Vec<&str> {

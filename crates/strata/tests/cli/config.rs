@@ -5,8 +5,6 @@
 //! message naming key, value and rule. Guards against a command growing a
 //! parser or a default of its own.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -48,7 +46,7 @@ fn server_properties(root: &Path) -> String {
 }
 
 fn print_config(args: &[&str]) -> BTreeMap<String, String> {
-    let (code, out, err) = common::run(args);
+    let (code, out, err) = crate::common::run(args);
     assert_eq!(code, 0, "{args:?}: {out}{err}");
     out.lines()
         .map(|l| {
@@ -195,7 +193,7 @@ fn one_bad_value_is_the_same_error_in_all_three() {
         ("log doctor", vec!["log", "doctor", data, "--config", file]),
         ("tier fsck", vec!["tier", "fsck", "--config", file]),
     ] {
-        let (code, out, err) = common::run(&args);
+        let (code, out, err) = crate::common::run(&args);
         assert_eq!(code, 2, "{args:?}: {out}{err}");
         assert_eq!(
             err.trim_end(),
@@ -223,7 +221,7 @@ fn a_malformed_unicode_escape_names_file_and_line_in_all_three() {
         ),
         ("tier fsck", vec!["tier", "fsck", "--config", file]),
     ] {
-        let (code, _, err) = common::run(&args);
+        let (code, _, err) = crate::common::run(&args);
         assert_eq!(code, 2, "{err}");
         assert_eq!(err.trim_end(), format!("strata {command}: {expected}"));
     }

@@ -5,13 +5,11 @@
 //! takes the topic's configs from a (fake, loopback) broker's
 //! DescribeConfigs answer.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use strata_log::batch::BatchBuilder;
 use strata_log::OffsetCheckpointFile;

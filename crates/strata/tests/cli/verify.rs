@@ -3,11 +3,9 @@
 //! kind of damage: a flipped CRC byte, a batch truncated mid-file, an index
 //! entry inside a batch, a non-monotonic index, bad checkpoints.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// A copy of a fixture segment in a partition directory `<tmp>/<name>-0`.

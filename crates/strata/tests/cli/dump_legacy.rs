@@ -2,9 +2,7 @@
 //! Kafka prints them as `offset: N position: ...` batch lines and, deep,
 //! `| offset: ... isValid: true crc: C}` record lines (stray brace included).
 
-mod common;
-
-use common::run;
+use crate::common::run;
 use strata_log::batch::compression::compress;
 use strata_log::batch::Compression;
 

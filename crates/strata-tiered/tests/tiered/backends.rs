@@ -3,8 +3,6 @@
 //! back end that breaks Kafka's contract (idempotent copy and delete,
 //! not-found for a missing transaction index, exact byte ranges).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -253,7 +251,7 @@ fn local_directory_backend() {
 
 #[test]
 fn s3_backend_on_moto() {
-    let moto = common::Moto::start();
+    let moto = crate::common::Moto::start();
     moto.create_bucket("strata-conformance");
     let location = parse_uri("s3://strata-conformance/cluster-a", &moto.props()).unwrap();
     let rsm = build_rsm(&location, Arc::new(Bridge::new(2).unwrap())).unwrap();

@@ -2,11 +2,9 @@
 //! checkpoint files, in Kafka's line formats: directories written by Strata's
 //! own log engine, plus hand-made files for the cases a healthy log never has.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use strata_log::AbortedTxn;
 use strata_log::{Offset, ProducerId};
 
