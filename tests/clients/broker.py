@@ -8,11 +8,12 @@ output to a log file that the suite attaches to failing test reports.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+from managed import ManagedProcess
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
@@ -37,8 +38,14 @@ def port_accepts(port: int) -> bool:
         return False
 
 
-class StrataBroker:
+class StrataBroker(ManagedProcess):
     """One `strata serve` process; start/stop/kill may be repeated on the same log dir."""
+
+    STOP_TIMEOUT_S = STOP_TIMEOUT_S
+    error = BrokerError
+
+    def describe(self) -> str:
+        return "strata serve"
 
     def __init__(self, binary: Path, log_dir: Path, output_dir: Path, overrides: dict[str, str] | None = None,
                  keep_port: bool = False):
@@ -129,35 +136,3 @@ class StrataBroker:
         except OSError:
             return False
 
-    def stop(self) -> int:
-        """Clean shutdown (SIGTERM); returns the exit code. Kills the process if it hangs."""
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else 0
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise BrokerError(f"strata serve ignored SIGTERM for {STOP_TIMEOUT_S}s:\n{self.output_tail()}")
-
-    def kill(self) -> None:
-        """Crash the broker: SIGKILL, no chance to flush or clean up."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def output_tail(self, max_bytes: int = 20_000) -> str:
-        parts = []
-        for path in self.output_files:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if len(data) > max_bytes:
-                data = b"...\n" + data[-max_bytes:]
-            parts.append(f"--- {path.name} ---\n{data.decode(errors='replace')}")
-        return "\n".join(parts)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
 from broker import free_port
+from managed import ManagedProcess
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
@@ -50,12 +50,18 @@ def etcdctl(endpoints: str, *args: str, timeout_s: float = 2.0) -> subprocess.Co
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s + 10)
 
 
-class EtcdServer:
+class EtcdServer(ManagedProcess):
     """One etcd member; start/stop/kill may be repeated on the same data dir.
 
     Alone (`initial_cluster` None) it is a one-member cluster. As part of `EtcdCluster` it is
     told every member's peer URL and the cluster token.
     """
+
+    STOP_TIMEOUT_S = STOP_TIMEOUT_S
+    error = EtcdError
+
+    def describe(self) -> str:
+        return f"etcd {self.name}"
 
     def __init__(self, data_dir: Path, output_dir: Path, name: str = "etcd0",
                  initial_cluster: str | None = None, cluster_token: str | None = None):
@@ -138,41 +144,9 @@ class EtcdServer:
             self.kill()
             raise
 
-    def stop(self) -> int:
-        """Clean shutdown (SIGTERM); returns the exit code. Kills the process if it hangs."""
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else 0
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise EtcdError(f"etcd {self.name} ignored SIGTERM for {STOP_TIMEOUT_S}s:\n{self.output_tail()}")
-
-    def kill(self) -> None:
-        """Crash the member: SIGKILL."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
     def ctl(self, *args: str, timeout_s: float = 2.0) -> subprocess.CompletedProcess:
         return etcdctl(self.endpoint, *args, timeout_s=timeout_s)
 
-    def output_tail(self, max_bytes: int = 20_000) -> str:
-        parts = []
-        for path in self.output_files:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if len(data) > max_bytes:
-                data = b"...\n" + data[-max_bytes:]
-            parts.append(f"--- {path.name} ---\n{data.decode(errors='replace')}")
-        return "\n".join(parts)
 
 
 class EtcdCluster:
