@@ -134,7 +134,8 @@ impl PeerConnection {
             });
         }
         if R::Response::header_version(version) >= 1 {
-            skip_tagged_fields(&mut body).map_err(|reason| PeerError::Protocol { broker, reason })?;
+            skip_tagged_fields(&mut body)
+                .map_err(|reason| PeerError::Protocol { broker, reason })?;
         }
         R::Response::decode(&mut body, version).map_err(|e| PeerError::Protocol {
             broker,

@@ -64,9 +64,7 @@ mod tests {
     fn the_leaders_answers_match_kafkas_worked_cases() {
         // replication.md §2.2 (PartitionTest).
         let leader = [(0, 0), (3, 2), (4, 8), (7, 13), (9, 14), (10, 17)];
-        let check = |lfe: i32, offset: i64| {
-            diverging_epoch(end_for(&leader, 17, lfe), lfe, offset)
-        };
+        let check = |lfe: i32, offset: i64| diverging_epoch(end_for(&leader, 17, lfe), lfe, offset);
         assert_eq!(check(2, 5), Ok(Some((0, 2))));
         assert_eq!(check(0, 4), Ok(Some((0, 2))));
         assert_eq!(check(6, 6), Ok(Some((4, 13))));

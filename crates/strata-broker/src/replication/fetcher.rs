@@ -103,12 +103,7 @@ impl Fetchers {
         let mut inner = self.lock();
         let fetcher = inner.entry((leader, index)).or_insert_with(|| {
             let shared = Arc::new(Shared::default());
-            let task = runtime.spawn(run(
-                manager.clone(),
-                broker.clone(),
-                leader,
-                shared.clone(),
-            ));
+            let task = runtime.spawn(run(manager.clone(), broker.clone(), leader, shared.clone()));
             Fetcher { shared, task }
         });
         fetcher.shared.lock().insert(
@@ -146,12 +141,7 @@ struct Sent {
     fetch_offset: i64,
 }
 
-async fn run(
-    manager: Arc<ReplicaManager>,
-    broker: Arc<Broker>,
-    leader: i32,
-    shared: Arc<Shared>,
-) {
+async fn run(manager: Arc<ReplicaManager>, broker: Arc<Broker>, leader: i32, shared: Arc<Shared>) {
     let me = manager.me;
     let settings = manager.settings().clone();
     let backoff = Duration::from_millis(settings.fetch_backoff_ms.max(1) as u64);
@@ -177,7 +167,9 @@ async fn run(
                 .values()
                 .map(|f| f.delayed_until_ms)
                 .min()
-                .map_or(backoff, |t| Duration::from_millis((t - now).clamp(1, 60_000) as u64));
+                .map_or(backoff, |t| {
+                    Duration::from_millis((t - now).clamp(1, 60_000) as u64)
+                });
             tokio::select! {
                 _ = shared.wake.notified() => {}
                 _ = tokio::time::sleep(next) => {}
@@ -190,7 +182,11 @@ async fn run(
                 Ok(c) => conn = Some(c),
                 Err(error) => {
                     tracing::debug!(leader, error = %ErrorChain(&error), "cannot reach the leader; backing off");
-                    delay(&shared, due.iter().map(|(tp, _)| tp), now + backoff.as_millis() as i64);
+                    delay(
+                        &shared,
+                        due.iter().map(|(tp, _)| tp),
+                        now + backoff.as_millis() as i64,
+                    );
                     continue;
                 }
             }
@@ -204,14 +200,30 @@ async fn run(
         let response = match response {
             Ok(r) if r.error_code == 0 => r,
             Ok(r) => {
-                tracing::debug!(leader, error_code = r.error_code, "fetch refused; backing off");
-                delay(&shared, sent.iter().map(|s| &s.tp), now + backoff.as_millis() as i64);
+                tracing::debug!(
+                    leader,
+                    error_code = r.error_code,
+                    "fetch refused; backing off"
+                );
+                delay(
+                    &shared,
+                    sent.iter().map(|s| &s.tp),
+                    now + backoff.as_millis() as i64,
+                );
                 continue;
             }
             Err(error) => {
-                tracing::debug!(leader, error = %ErrorChain(&error), "fetch failed; reconnecting");
+                if matches!(error, PeerError::Protocol { .. }) {
+                    tracing::warn!(leader, error = %ErrorChain(&error), "fetch failed; reconnecting");
+                } else {
+                    tracing::debug!(leader, error = %ErrorChain(&error), "fetch failed; reconnecting");
+                }
                 conn = None;
-                delay(&shared, sent.iter().map(|s| &s.tp), now + backoff.as_millis() as i64);
+                delay(
+                    &shared,
+                    sent.iter().map(|s| &s.tp),
+                    now + backoff.as_millis() as i64,
+                );
                 continue;
             }
         };
@@ -225,7 +237,11 @@ async fn run(
             if let Err(error) = reset_out_of_range(&shared, c, me, &tp, epoch, timeout).await {
                 tracing::warn!(%tp, leader, error = %ErrorChain(&error), "cannot find where to fetch from; backing off");
                 conn = None;
-                delay(&shared, [&tp], manager.now_ms() + backoff.as_millis() as i64);
+                delay(
+                    &shared,
+                    [&tp],
+                    manager.now_ms() + backoff.as_millis() as i64,
+                );
                 break;
             }
         }
@@ -276,18 +292,7 @@ fn build_request(
         .brokers
         .get(&manager.me)
         .map_or(-1, |b| b.epoch);
-    let mut request = FetchRequest::default();
-    request.replica_id = manager.me.into();
-    let mut state = ReplicaState::default();
-    state.replica_id = manager.me.into();
-    state.replica_epoch = broker_epoch;
-    request.replica_state = state;
-    request.max_wait_ms = settings.fetch_wait_max_ms;
-    request.min_bytes = settings.fetch_min_bytes;
-    request.max_bytes = settings.fetch_response_max_bytes;
-    request.session_id = 0;
-    request.session_epoch = -1;
-    let mut topics: BTreeMap<Uuid, FetchTopic> = BTreeMap::new();
+    let mut parts = Vec::with_capacity(due.len());
     let mut sent = Vec::with_capacity(due.len());
     for (tp, f) in due {
         let log = &f.partition.log;
@@ -299,21 +304,71 @@ fn build_request(
         p.last_fetched_epoch = log.latest_epoch().map_or(-1, |e| e.0);
         p.log_start_offset = log.log_start_offset().0;
         p.partition_max_bytes = settings.fetch_max_bytes;
-        let topic = topics.entry(f.topic_id).or_insert_with(|| {
-            let mut t = FetchTopic::default();
-            t.topic_id = f.topic_id;
-            t.topic = TopicName(StrBytes::from_string(tp.topic.clone()));
-            t
-        });
-        topic.partitions.push(p);
+        parts.push((f.topic_id, p));
         sent.push(Sent {
             tp: tp.clone(),
             leader_epoch: f.leader_epoch,
             fetch_offset,
         });
     }
+    (
+        fetch_request(manager.me, broker_epoch, settings, parts),
+        sent,
+    )
+}
+
+/// A replica Fetch (v15: the replica id and broker epoch travel in
+/// `ReplicaState`, topics by id, no fetch session).
+fn fetch_request(
+    me: i32,
+    broker_epoch: i64,
+    settings: &crate::config::ReplicationSettings,
+    parts: Vec<(Uuid, FetchPartition)>,
+) -> FetchRequest {
+    let mut request = FetchRequest::default();
+    let mut state = ReplicaState::default();
+    state.replica_id = me.into();
+    state.replica_epoch = broker_epoch;
+    request.replica_state = state;
+    request.max_wait_ms = settings.fetch_wait_max_ms;
+    request.min_bytes = settings.fetch_min_bytes;
+    request.max_bytes = settings.fetch_response_max_bytes;
+    request.session_id = 0;
+    request.session_epoch = -1;
+    let mut topics: BTreeMap<Uuid, FetchTopic> = BTreeMap::new();
+    for (topic_id, p) in parts {
+        topics
+            .entry(topic_id)
+            .or_insert_with(|| {
+                let mut t = FetchTopic::default();
+                t.topic_id = topic_id;
+                t
+            })
+            .partitions
+            .push(p);
+    }
     request.topics = topics.into_values().collect();
-    (request, sent)
+    request
+}
+
+/// A ListOffsets as a replica (the leader answers its log end for LATEST).
+fn list_offsets_request(
+    me: i32,
+    tp: &TopicPartition,
+    epoch: i32,
+    timestamp: i64,
+) -> ListOffsetsRequest {
+    let mut p = ListOffsetsPartition::default();
+    p.partition_index = tp.partition;
+    p.current_leader_epoch = epoch;
+    p.timestamp = timestamp;
+    let mut t = ListOffsetsTopic::default();
+    t.name = TopicName(StrBytes::from_string(tp.topic.clone()));
+    t.partitions = vec![p];
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = me.into();
+    request.topics = vec![t];
+    request
 }
 
 /// Apply a Fetch response (blocking). Returns the partitions the leader
@@ -482,16 +537,7 @@ async fn list_offset(
     timestamp: i64,
     timeout: Duration,
 ) -> Result<i64, PeerError> {
-    let mut p = ListOffsetsPartition::default();
-    p.partition_index = tp.partition;
-    p.current_leader_epoch = epoch;
-    p.timestamp = timestamp;
-    let mut t = ListOffsetsTopic::default();
-    t.name = TopicName(StrBytes::from_string(tp.topic.clone()));
-    t.partitions = vec![p];
-    let mut request = ListOffsetsRequest::default();
-    request.replica_id = me.into();
-    request.topics = vec![t];
+    let request = list_offsets_request(me, tp, epoch, timestamp);
     let response = conn.send(&request, LIST_OFFSETS_VERSION, timeout).await?;
     let answer = response
         .topics
@@ -512,7 +558,50 @@ async fn list_offset(
 
 #[cfg(test)]
 mod tests {
+    use kafka_protocol::protocol::{Decodable, Encodable};
+
     use super::*;
+
+    #[test]
+    fn requests_encode_at_the_versions_sent_and_keep_their_fields() {
+        let settings = crate::config::ReplicationSettings {
+            fetch_wait_max_ms: 500,
+            fetch_min_bytes: 1,
+            fetch_max_bytes: 1 << 20,
+            fetch_response_max_bytes: 10 << 20,
+            ..Default::default()
+        };
+        let mut p = FetchPartition::default();
+        p.partition = 3;
+        p.current_leader_epoch = 7;
+        p.fetch_offset = 42;
+        p.last_fetched_epoch = 6;
+        let id = Uuid::from_u128(9);
+        let request = fetch_request(2, 77, &settings, vec![(id, p)]);
+        let mut buf = bytes::BytesMut::new();
+        request.encode(&mut buf, FETCH_VERSION).unwrap();
+        let back = FetchRequest::decode(&mut buf.freeze(), FETCH_VERSION).unwrap();
+        assert_eq!(back.replica_state.replica_id.0, 2);
+        assert_eq!(back.replica_state.replica_epoch, 77);
+        let part = &back.topics[0].partitions[0];
+        assert_eq!(back.topics[0].topic_id, id);
+        assert_eq!(
+            (
+                part.fetch_offset,
+                part.last_fetched_epoch,
+                part.current_leader_epoch
+            ),
+            (42, 6, 7)
+        );
+
+        let tp = TopicPartition::new("t", 3);
+        let request = list_offsets_request(2, &tp, 7, LATEST);
+        let mut buf = bytes::BytesMut::new();
+        request.encode(&mut buf, LIST_OFFSETS_VERSION).unwrap();
+        let back = ListOffsetsRequest::decode(&mut buf.freeze(), LIST_OFFSETS_VERSION).unwrap();
+        assert_eq!(back.replica_id.0, 2);
+        assert_eq!(back.topics[0].partitions[0].current_leader_epoch, 7);
+    }
 
     #[test]
     fn a_cut_batch_at_the_end_is_left_out() {

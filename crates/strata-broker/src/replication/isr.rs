@@ -15,17 +15,9 @@ use super::replica::FollowerState;
 /// The ISR and its pending change.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum IsrState {
-    Committed {
-        isr: Vec<i32>,
-    },
-    PendingExpand {
-        isr: Vec<i32>,
-        added: i32,
-    },
-    PendingShrink {
-        isr: Vec<i32>,
-        removed: Vec<i32>,
-    },
+    Committed { isr: Vec<i32> },
+    PendingExpand { isr: Vec<i32>, added: i32 },
+    PendingShrink { isr: Vec<i32>, removed: Vec<i32> },
 }
 
 impl IsrState {
@@ -61,9 +53,11 @@ impl IsrState {
         match self {
             IsrState::Committed { isr } => isr.clone(),
             IsrState::PendingExpand { .. } => self.maximal(),
-            IsrState::PendingShrink { isr, removed } => {
-                isr.iter().copied().filter(|r| !removed.contains(r)).collect()
-            }
+            IsrState::PendingShrink { isr, removed } => isr
+                .iter()
+                .copied()
+                .filter(|r| !removed.contains(r))
+                .collect(),
         }
     }
 }
@@ -182,7 +176,15 @@ mod tests {
         let hw = high_watermark(10, &followers, &committed(&[1, 2]), 1, |_| true, now, LAG);
         assert_eq!(hw, Some(8));
         // ... unless it is not eligible (KAFKA-15021).
-        let hw = high_watermark(10, &followers, &committed(&[1, 2]), 1, |id| id != 3, now, LAG);
+        let hw = high_watermark(
+            10,
+            &followers,
+            &committed(&[1, 2]),
+            1,
+            |id| id != 3,
+            now,
+            LAG,
+        );
         assert_eq!(hw, Some(10));
     }
 
@@ -234,11 +236,11 @@ mod tests {
     #[test]
     fn shrink_removes_members_that_are_not_caught_up() {
         let now = 100_000;
-        let followers = BTreeMap::from([
-            (2, follower(10, now)),
-            (3, follower(4, now - LAG - 1)),
-        ]);
-        assert_eq!(out_of_sync(1, &[1, 2, 3, 4], &followers, 10, now, LAG), vec![3, 4]);
+        let followers = BTreeMap::from([(2, follower(10, now)), (3, follower(4, now - LAG - 1))]);
+        assert_eq!(
+            out_of_sync(1, &[1, 2, 3, 4], &followers, 10, now, LAG),
+            vec![3, 4]
+        );
     }
 
     #[test]

@@ -208,8 +208,11 @@ impl ReplicaManager {
     pub(crate) fn retain(&self, keep: &HashSet<TopicPartition>) {
         let removed: Vec<TopicPartition> = {
             let mut map = self.partitions.write().unwrap_or_else(|e| e.into_inner());
-            let gone: Vec<TopicPartition> =
-                map.keys().filter(|tp| !keep.contains(*tp)).cloned().collect();
+            let gone: Vec<TopicPartition> = map
+                .keys()
+                .filter(|tp| !keep.contains(*tp))
+                .cloned()
+                .collect();
             for tp in &gone {
                 map.remove(tp);
             }

@@ -185,12 +185,6 @@ impl Partition {
         self.lock().leader_epoch
     }
 
-    /// `(leader, leader epoch)` as last applied.
-    pub(crate) fn leader_and_epoch(&self) -> (i32, i32) {
-        let st = self.lock();
-        (st.leader, st.leader_epoch)
-    }
-
     /// Whether `replica` is one of this partition's replicas.
     pub(crate) fn has_replica(&self, replica: i32) -> bool {
         self.lock()
@@ -199,7 +193,8 @@ impl Partition {
             .is_some_and(|r| r.replicas.contains(&replica))
     }
 
-    /// The committed ISR and the maximal one (leader only; empty otherwise).
+    /// The committed ISR and the maximal one.
+    #[cfg(test)]
     pub(crate) fn isr(&self) -> (Vec<i32>, Vec<i32>) {
         let st = self.lock();
         (st.isr.isr().to_vec(), st.isr.maximal())
@@ -292,7 +287,11 @@ impl Partition {
         if st.leader != self.me {
             return Err(ApiError::NotLeaderOrFollower);
         }
-        if broker_epoch >= 0 && who.registered_epoch(replica).is_some_and(|e| e > broker_epoch) {
+        if broker_epoch >= 0
+            && who
+                .registered_epoch(replica)
+                .is_some_and(|e| e > broker_epoch)
+        {
             return Err(ApiError::NotLeaderOrFollower);
         }
         let leo = self.log.log_end_offset().0;
@@ -393,7 +392,11 @@ impl Partition {
     /// acks=all: how the wait for `required` (the offset after the last
     /// appended record, appended in `epoch`) ends, or `None` to keep
     /// waiting.
-    pub(crate) fn produce_outcome(&self, required: i64, epoch: i32) -> Option<Result<(), ApiError>> {
+    pub(crate) fn produce_outcome(
+        &self,
+        required: i64,
+        epoch: i32,
+    ) -> Option<Result<(), ApiError>> {
         let st = self.lock();
         if st.leader != self.me || st.leader_epoch != epoch {
             return Some(Err(ApiError::NotLeaderOrFollower));
@@ -415,7 +418,7 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use strata_log::batch::BatchBuilder;
-    use strata_log::{Clock, LogConfig, LogManager, LogManagerConfig, Timestamp};
+    use strata_log::{LogConfig, LogManager, LogManagerConfig, SystemClock, Timestamp};
 
     use super::*;
 
@@ -443,11 +446,15 @@ mod tests {
     }
 
     fn partition(dir: &std::path::Path, min_isr: i32) -> Partition {
-        let manager =
-            LogManager::open(LogManagerConfig::new(vec![dir.to_path_buf()]), Clock::shared())
-                .unwrap();
-        let mut config = LogConfig::default();
-        config.min_insync_replicas = min_isr;
+        let manager = LogManager::open(
+            LogManagerConfig::new(vec![dir.to_path_buf()]),
+            SystemClock::shared(),
+        )
+        .unwrap();
+        let config = LogConfig {
+            min_insync_replicas: min_isr,
+            ..LogConfig::default()
+        };
         let tp = TopicPartition::new("t", 0);
         let log = manager.get_or_create_log(&tp, config, None).unwrap();
         Partition::new(tp, log, 1)
@@ -468,15 +475,25 @@ mod tests {
     fn the_high_watermark_follows_the_slowest_isr_member() {
         let dir = tempfile::tempdir().unwrap();
         let p = partition(dir.path(), 1);
-        assert_eq!(p.apply(&record(1, 0, &[1, 2, 3]), 10, 0).unwrap(), Role::BecameLeader);
+        assert_eq!(
+            p.apply(&record(1, 0, &[1, 2, 3]), 10, 0).unwrap(),
+            Role::BecameLeader
+        );
         append(&p, 4);
-        assert!(!p.maybe_advance_high_watermark(&Everyone, 0, LAG), "followers unknown");
-        p.record_follower_fetch(2, 5, 4, 0, &Everyone, 1, LAG).unwrap();
-        let r = p.record_follower_fetch(3, 5, 2, 0, &Everyone, 1, LAG).unwrap();
+        assert!(
+            !p.maybe_advance_high_watermark(&Everyone, 0, LAG),
+            "followers unknown"
+        );
+        p.record_follower_fetch(2, 5, 4, 0, &Everyone, 1, LAG)
+            .unwrap();
+        let r = p
+            .record_follower_fetch(3, 5, 2, 0, &Everyone, 1, LAG)
+            .unwrap();
         assert!(r.high_watermark_moved);
         assert_eq!(p.log.high_watermark(), Offset(2));
-        assert_eq!(p.produce_outcome(4, 0), None);
-        p.record_follower_fetch(3, 5, 4, 0, &Everyone, 2, LAG).unwrap();
+        assert!(p.produce_outcome(4, 0).is_none());
+        p.record_follower_fetch(3, 5, 4, 0, &Everyone, 2, LAG)
+            .unwrap();
         assert_eq!(p.log.high_watermark(), Offset(4));
         assert!(matches!(p.produce_outcome(4, 0), Some(Ok(()))));
         assert!(matches!(
@@ -491,7 +508,8 @@ mod tests {
         let p = partition(dir.path(), 2);
         p.apply(&record(1, 0, &[1, 2, 3]), 10, 0).unwrap();
         append(&p, 3);
-        p.record_follower_fetch(2, 5, 3, 0, &Everyone, 1_000, LAG).unwrap();
+        p.record_follower_fetch(2, 5, 3, 0, &Everyone, 1_000, LAG)
+            .unwrap();
         // 3 never fetches: out after the lag time.
         assert!(p.maybe_shrink_isr(20_000, LAG).is_none());
         let shrink = p.maybe_shrink_isr(40_000, LAG).expect("3 is out of sync");
@@ -503,7 +521,9 @@ mod tests {
         assert!(p.maybe_advance_high_watermark(&Everyone, 40_000, LAG));
         assert_eq!(p.log.high_watermark(), Offset(3));
         // 3 comes back and catches up: proposed for the ISR.
-        let r = p.record_follower_fetch(3, 5, 3, 0, &Everyone, 41_000, LAG).unwrap();
+        let r = p
+            .record_follower_fetch(3, 5, 3, 0, &Everyone, 41_000, LAG)
+            .unwrap();
         let expand = r.proposal.expect("3 caught up");
         assert_eq!(expand.record.isr, vec![1, 2, 3]);
         assert_eq!(expand.joining, Some((3, 5)));
@@ -520,10 +540,16 @@ mod tests {
         p.apply(&record(1, 0, &[1]), 10, 0).unwrap();
         assert!(matches!(
             p.check_enough_replicas(),
-            Err(ApiError::NotEnoughReplicas { isr: 1, required: 2 })
+            Err(ApiError::NotEnoughReplicas {
+                isr: 1,
+                required: 2
+            })
         ));
         append(&p, 1);
-        assert!(!p.maybe_advance_high_watermark(&Everyone, 0, LAG), "KAFKA-15583");
+        assert!(
+            !p.maybe_advance_high_watermark(&Everyone, 0, LAG),
+            "KAFKA-15583"
+        );
     }
 
     #[test]
@@ -542,12 +568,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = partition(dir.path(), 1);
         p.apply(&record(1, 0, &[1, 2, 3]), 10, 0).unwrap();
-        assert_eq!(p.apply(&record(2, 1, &[2, 3]), 9, 0).unwrap(), Role::Unchanged);
+        assert_eq!(
+            p.apply(&record(2, 1, &[2, 3]), 9, 0).unwrap(),
+            Role::Unchanged
+        );
         assert_eq!(
             p.apply(&record(2, 1, &[2, 3]), 12, 0).unwrap(),
-            Role::BecameFollower { leader: 2, epoch: 1 }
+            Role::BecameFollower {
+                leader: 2,
+                epoch: 1
+            }
         );
         assert!(!p.is_leader());
-        assert_eq!(p.apply(&record(2, 1, &[1, 2, 3]), 13, 0).unwrap(), Role::Updated);
+        assert_eq!(
+            p.apply(&record(2, 1, &[1, 2, 3]), 13, 0).unwrap(),
+            Role::Updated
+        );
     }
 }
