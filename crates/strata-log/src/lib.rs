@@ -92,7 +92,8 @@ pub use log::{
 };
 pub use manager::{
     LoadFilter, LogDirInfo, LogManager, LogManagerConfig, RetentionRound, RetentionSchedule,
-    TopicConfigProvider, DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+    TopicConfigProvider, DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+    DEFAULT_RETENTION_CHECK_INTERVAL_MS,
 };
 pub use metadata::{uuid_to_kafka_string, MetaProperties, MetadataError, PartitionMetadata};
 pub use producer_state::{
