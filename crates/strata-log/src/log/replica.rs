@@ -53,9 +53,11 @@ impl Log {
     /// for deletion and the log restarts empty at `offset`, so that log
     /// start = local log start = LEO = HW = recovery point = `offset`. The
     /// leader-epoch cache is cleared and written, producer state and all its
-    /// snapshots are dropped, and the cleaner checkpoint is lowered. The new
-    /// empty segment and the directory are fsynced before this returns, so
-    /// the directory is a valid Kafka log at every point.
+    /// snapshots are dropped, and the cleaner checkpoint is lowered. The
+    /// renames, the new empty segment and the directory are fsynced before
+    /// this returns; a power loss before that leaves no segment and the log
+    /// restarts at its checkpointed log start, as in Kafka (the follower then
+    /// finds itself out of range and comes back here).
     ///
     /// # Errors
     /// [`LogError::InvalidOffset`] for a negative offset; storage errors
