@@ -1,6 +1,6 @@
 //! The high-watermark checkpoint of a [`LogManager`] (Kafka's
 //! `ReplicaManager.checkpointHighWatermarks`, the file
-//! `replication-offset-checkpoint`, §3.4).
+//! `replication-offset-checkpoint`).
 //!
 //! One file per log dir, in the common checkpoint text format (version 0,
 //! `topic partition offset` lines), listing the high watermark of every live

@@ -425,7 +425,8 @@ impl LogManager {
                             _ => config.default_config.clone(),
                         };
                         let r = Log::open(&path, cfg, params, clock.clone(), dir.health.clone());
-                        // §3.4: the checkpointed HW, clamped to [log start, LEO].
+                        // The checkpointed HW, clamped to [log start, LEO] (Kafka
+                        // `Partition.createLog`).
                         if let (Ok(log), Some(hw)) = (&r, hw) {
                             log.update_high_watermark(hw);
                         }

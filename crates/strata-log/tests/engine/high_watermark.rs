@@ -1,5 +1,5 @@
-//! Guards `replication-offset-checkpoint` (the high-watermark checkpoint,
-//! replication.md §3.4): written per log dir on the
+//! Guards `replication-offset-checkpoint` (the high-watermark checkpoint of
+//! Kafka's `ReplicaManager`): written per log dir on the
 //! `replica.high.watermark.checkpoint.interval.ms` schedule and at clean
 //! shutdown, listing only live logs; on load each HW is the checkpointed
 //! value clamped to [log start, LEO]; a missing file gives the log start, a
