@@ -105,8 +105,8 @@ fn end_offset_for_follows_kafka() {
     assert_eq!((end(&c, 1, 5), end(&c, 0, 5)), ((1, 5), (0, 0)));
 }
 
-/// The leader cache of §2.2's worked divergence cases (Kafka
-/// `PartitionTest`), LEO 17.
+/// The leader cache of the worked divergence cases of Kafka's
+/// `PartitionTest`, LEO 17.
 const PARTITION_TEST_CACHE: [(i32, i64); 6] = [(0, 0), (3, 2), (4, 8), (7, 13), (9, 14), (10, 17)];
 
 #[test]

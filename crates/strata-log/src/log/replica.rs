@@ -1,7 +1,8 @@
 //! The storage steps of replication (Kafka `UnifiedLog.assignEpochStartOffset`,
 //! `truncateFullyAndStartAt`): what a broker does to a partition's log when
 //! it becomes leader with a new epoch, and when a follower finds its leader's
-//! log start beyond its own log end (§2.6 step 3, §3.4, §6.5).
+//! log start beyond its own log end (Kafka `Partition.makeLeader`, the
+//! follower's out-of-range handling in `AbstractFetcherThread`).
 //!
 //! Truncation by leader epoch itself is [`Log::truncate_to`]; the follower's
 //! appends are [`Log::append_as_follower`].
@@ -14,10 +15,10 @@ use crate::types::{LeaderEpoch, Offset};
 impl Log {
     /// Become leader with `epoch`: record in the leader-epoch cache that
     /// `epoch` starts at the current log end (Kafka `assignEpochStartOffset`
-    /// with the LEO, §3.4), so a follower asking about any epoch gets a sane
+    /// with the LEO, as `Partition.makeLeader` does), so a follower asking about any epoch gets a sane
     /// answer before the first record of `epoch` is written.
     ///
-    /// Kafka's `assign` rule (§7.1): a no-op when the latest entry already
+    /// Kafka's `LeaderEpochFileCache.assign` rule: a no-op when the latest entry already
     /// has `epoch` and starts at or below the log end; otherwise every entry
     /// with an epoch `>= epoch` or a start `>= LEO` is dropped and
     /// `(epoch, LEO)` added. A change is written and fsynced to
@@ -48,14 +49,16 @@ impl Log {
         self.fail(r)
     }
 
-    /// A follower whose leader's log start is beyond its own log end (§2.6
-    /// step 3, Kafka `truncateFullyAndStartAt`): every segment is scheduled
+    /// A follower whose leader's log start is beyond its own log end (Kafka
+    /// `truncateFullyAndStartAt`): every segment is scheduled
     /// for deletion and the log restarts empty at `offset`, so that log
     /// start = local log start = LEO = HW = recovery point = `offset`. The
     /// leader-epoch cache is cleared and written, producer state and all its
-    /// snapshots are dropped, and the cleaner checkpoint is lowered. The new
-    /// empty segment and the directory are fsynced before this returns, so
-    /// the directory is a valid Kafka log at every point.
+    /// snapshots are dropped, and the cleaner checkpoint is lowered. The
+    /// renames, the new empty segment and the directory are fsynced before
+    /// this returns; a power loss before that leaves no segment and the log
+    /// restarts at its checkpointed log start, as in Kafka (the follower then
+    /// finds itself out of range and comes back here).
     ///
     /// # Errors
     /// [`LogError::InvalidOffset`] for a negative offset; storage errors

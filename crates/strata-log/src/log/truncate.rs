@@ -35,14 +35,14 @@ impl Log {
         let mut g = self.lock_append()?;
         if offset >= self.log_end_offset() {
             // Nothing to cut, but an epoch a leader assigned at its log end
-            // and never wrote in must go (§3.3): a later leader's data may
+            // and never wrote in must go (Kafka `truncateTo`): a later leader's data may
             // fill those offsets in another epoch.
             let r = self.trim_epochs_at_end(self.log_end_offset());
             return self.fail(r);
         }
         if offset < self.high_watermark() {
             // Only after an unclean election, or when the HW was never safe
-            // (§3.3); the HW is clamped to the new end below.
+            // (Kafka logs it too); the HW is clamped to the new end below.
             tracing::warn!(tp = %self.tp, offset = offset.0, high_watermark = self.high_watermark().0,
                 "truncating below the high watermark");
         }
