@@ -414,9 +414,9 @@ fn open_logs(
         flush_start_offset_checkpoint_interval_ms: config
             .log_flush_start_offset_checkpoint_interval_ms,
         file_delete_delay_ms: defaults.file_delete_delay_ms,
-        // Not a broker config key yet (replication wires it).
-        replica_high_watermark_checkpoint_interval_ms:
-            strata_log::DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+        replica_high_watermark_checkpoint_interval_ms: config
+            .replication
+            .high_watermark_checkpoint_interval_ms,
         fs,
     };
     let provider_store = store.clone();
