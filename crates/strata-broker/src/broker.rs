@@ -283,7 +283,13 @@ impl GroupHost for Broker {
         partitions: i32,
         configs: BTreeMap<String, String>,
     ) -> Result<(), ApiError> {
-        self.create_topic(name, partitions, 1, configs, false)
+        // A single node holds one replica of everything.
+        let replication_factor = if self.cluster.is_some() {
+            self.config.group.offsets_topic_replication_factor
+        } else {
+            1
+        };
+        self.create_topic(name, partitions, replication_factor, configs, false)
             .map(drop)
     }
 

@@ -29,6 +29,9 @@ pub struct GroupConfig {
     pub offsets_topic_num_partitions: i32,
     /// `offsets.topic.segment.bytes` (104857600).
     pub offsets_topic_segment_bytes: i32,
+    /// `offsets.topic.replication.factor` (3; cluster mode only: a single
+    /// node has one replica).
+    pub offsets_topic_replication_factor: i16,
 }
 
 fn usize_of(v: &Value) -> usize {
@@ -111,6 +114,15 @@ static TABLE: &[Def] = &[
         |c| c.offsets_topic_num_partitions.to_string(),
     ),
     Def::new(
+        "offsets.topic.replication.factor",
+        ConfigType::Int,
+        "3",
+        Validator::AtLeast(1),
+        "The replication factor of the offsets topic (cluster mode; creating it fails until that many brokers are live).",
+        |c, v| c.offsets_topic_replication_factor = i16::try_from(v.long()).unwrap_or(1),
+        |c| c.offsets_topic_replication_factor.to_string(),
+    ),
+    Def::new(
         "offsets.topic.segment.bytes",
         ConfigType::Int,
         "104857600",
@@ -133,6 +145,7 @@ impl Default for GroupConfig {
             offset_metadata_max_bytes: 0,
             offsets_topic_num_partitions: 0,
             offsets_topic_segment_bytes: 0,
+            offsets_topic_replication_factor: 0,
         };
         defaults(TABLE, blank)
     }
