@@ -22,8 +22,11 @@
 //! - `cluster`: cluster mode's membership in etcd: registration, the
 //!   metadata watch, the controller (`docs/cluster.md`).
 //! - `cluster_admin`: topic mutations in cluster mode (through etcd).
-//! - `partition_sync`: applies each cluster snapshot to this broker's logs
-//!   and group coordinator.
+//! - `partition_sync`: applies each cluster snapshot to this broker's logs,
+//!   replicas and group coordinator.
+//! - `replication`: Kafka's ISR protocol between brokers: each replica's
+//!   state, follower fetchers, the high watermark, ISR changes through etcd
+//!   (`docs/replication.md`).
 //! - `admin`: topic creation, deletion, partition growth and config changes.
 //! - `placement`: Kafka's replica placement.
 //! - `topics`: the persisted topic metadata store (`strata-topics.json`).

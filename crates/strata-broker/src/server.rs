@@ -276,7 +276,7 @@ async fn start_clustered(
     broker.replicas = Some(replicas.clone());
     broker.groups.own_nothing();
     let broker = Arc::new(broker);
-    replicas.start(&broker, shutdown_rx.clone());
+    replicas.start(shutdown_rx.clone());
     let first = cluster.subscribe().borrow().clone();
     let empty = Arc::new(crate::cluster::Snapshot::default());
     let applied = first.clone();

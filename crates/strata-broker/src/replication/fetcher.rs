@@ -29,7 +29,6 @@ use uuid::Uuid;
 use super::client::{PeerConnection, PeerError};
 use super::divergence::truncation_offset;
 use super::{Partition, ReplicaManager};
-use crate::broker::Broker;
 
 const FETCH_VERSION: i16 = 15;
 const LIST_OFFSETS_VERSION: i16 = 4;
@@ -91,7 +90,7 @@ impl Fetchers {
         leader_epoch: i32,
         topic_id: Uuid,
     ) {
-        let Some(broker) = manager.broker() else {
+        let Some(shutdown) = manager.shutdown_signal() else {
             return;
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -103,7 +102,12 @@ impl Fetchers {
         let mut inner = self.lock();
         let fetcher = inner.entry((leader, index)).or_insert_with(|| {
             let shared = Arc::new(Shared::default());
-            let task = runtime.spawn(run(manager.clone(), broker.clone(), leader, shared.clone()));
+            let task = runtime.spawn(run(
+                manager.clone(),
+                shutdown.clone(),
+                leader,
+                shared.clone(),
+            ));
             Fetcher { shared, task }
         });
         fetcher.shared.lock().insert(
@@ -141,14 +145,18 @@ struct Sent {
     fetch_offset: i64,
 }
 
-async fn run(manager: Arc<ReplicaManager>, broker: Arc<Broker>, leader: i32, shared: Arc<Shared>) {
+async fn run(
+    manager: Arc<ReplicaManager>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    leader: i32,
+    shared: Arc<Shared>,
+) {
     let me = manager.me;
     let settings = manager.settings().clone();
     let backoff = Duration::from_millis(settings.fetch_backoff_ms.max(1) as u64);
     let timeout = Duration::from_millis(
         (settings.socket_timeout_ms.max(0) + settings.fetch_wait_max_ms.max(0)) as u64,
     );
-    let mut shutdown = broker.shutdown.clone();
     let mut conn: Option<PeerConnection> = None;
     loop {
         if *shutdown.borrow() {
@@ -229,9 +237,14 @@ async fn run(manager: Arc<ReplicaManager>, broker: Arc<Broker>, leader: i32, sha
         };
         let shared2 = shared.clone();
         let retry_at = manager.now_ms() + backoff.as_millis() as i64;
-        let out_of_range = broker
-            .blocking(move |_| process(&shared2, sent, response, retry_at))
-            .await;
+        let out_of_range =
+            match tokio::task::spawn_blocking(move || process(&shared2, sent, response, retry_at))
+                .await
+            {
+                Ok(v) => v,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => return,
+            };
         for (tp, epoch) in out_of_range {
             let c = conn.as_mut().expect("connected above");
             if let Err(error) = reset_out_of_range(&shared, c, me, &tp, epoch, timeout).await {

@@ -24,7 +24,7 @@ mod partition;
 mod replica;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use strata_log::{ErrorChain, Log, SharedClock, TopicPartition};
@@ -33,7 +33,6 @@ use tokio::sync::watch;
 pub(crate) use divergence::diverging_epoch;
 pub(crate) use partition::{Eligibility, IsrProposal, Partition, Role};
 
-use crate::broker::Broker;
 use crate::cluster::{Cluster, PartitionRecord, Snapshot};
 use crate::config::ReplicationSettings;
 
@@ -62,7 +61,8 @@ pub(crate) struct ReplicaManager {
     partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
     changes: watch::Sender<u64>,
     fetchers: fetcher::Fetchers,
-    broker: OnceLock<Weak<Broker>>,
+    /// Set by `start`: `true` once the broker shuts down.
+    shutdown: OnceLock<watch::Receiver<bool>>,
 }
 
 impl std::fmt::Debug for ReplicaManager {
@@ -88,13 +88,13 @@ impl ReplicaManager {
             partitions: RwLock::new(HashMap::new()),
             changes: watch::channel(0).0,
             fetchers: fetcher::Fetchers::new(num_fetchers),
-            broker: OnceLock::new(),
+            shutdown: OnceLock::new(),
         })
     }
 
     /// Start the ISR-shrink task (fetchers start as partitions need them).
-    pub(crate) fn start(self: &Arc<Self>, broker: &Arc<Broker>, shutdown: watch::Receiver<bool>) {
-        let _ = self.broker.set(Arc::downgrade(broker));
+    pub(crate) fn start(self: &Arc<Self>, shutdown: watch::Receiver<bool>) {
+        let _ = self.shutdown.set(shutdown.clone());
         tokio::spawn(shrink_task(self.clone(), shutdown));
     }
 
@@ -312,8 +312,8 @@ impl ReplicaManager {
         });
     }
 
-    fn broker(&self) -> Option<Arc<Broker>> {
-        self.broker.get().and_then(Weak::upgrade)
+    fn shutdown_signal(&self) -> Option<watch::Receiver<bool>> {
+        self.shutdown.get().cloned()
     }
 }
 
