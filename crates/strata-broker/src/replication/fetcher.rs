@@ -230,7 +230,7 @@ async fn run(manager: Arc<ReplicaManager>, broker: Arc<Broker>, leader: i32, sha
         let shared2 = shared.clone();
         let retry_at = manager.now_ms() + backoff.as_millis() as i64;
         let out_of_range = broker
-            .blocking(move |_| process(&shared2, sent, response, retry_at))
+            .blocking(move |b| process(b, &shared2, sent, response, retry_at))
             .await;
         for (tp, epoch) in out_of_range {
             let c = conn.as_mut().expect("connected above");
@@ -373,7 +373,10 @@ fn list_offsets_request(
 
 /// Apply a Fetch response (blocking). Returns the partitions the leader
 /// answered OFFSET_OUT_OF_RANGE for, with the epoch they were fetched in.
+/// A high watermark that rose wakes the consumer fetches parked here
+/// (fetch from follower, KAFKA-14334).
 fn process(
+    broker: &Broker,
     shared: &Shared,
     sent: Vec<Sent>,
     response: FetchResponse,
@@ -388,6 +391,7 @@ fn process(
     }
     let now_backoff = |f: &mut Fetching| f.delayed_until_ms = retry_at_ms;
     let mut out_of_range = Vec::new();
+    let mut high_watermark_rose = false;
     for s in sent {
         let mut parts = shared.lock();
         let Some(f) = parts.get_mut(&s.tp) else {
@@ -422,13 +426,18 @@ fn process(
             }
         }
         drop(parts);
+        let before = log.high_watermark();
         let r = apply_partition(&s, &data, &log);
+        high_watermark_rose |= log.high_watermark() > before;
         if let Err(error) = r {
             tracing::warn!(tp = %s.tp, error = %ErrorChain(&error), "cannot apply the leader's records; backing off");
             if let Some(f) = shared.lock().get_mut(&s.tp) {
                 now_backoff(f);
             }
         }
+    }
+    if high_watermark_rose {
+        broker.notify_appended();
     }
     out_of_range
 }
