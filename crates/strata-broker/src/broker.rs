@@ -428,7 +428,11 @@ impl Broker {
     /// # Errors
     /// As [`Broker::partition_log`]; [`ApiError::NotLeaderOrFollower`] when
     /// this broker holds no replica of the partition.
-    pub(crate) fn replica_log(&self, info: &TopicInfo, partition: i32) -> Result<Arc<Log>, ApiError> {
+    pub(crate) fn replica_log(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+    ) -> Result<Arc<Log>, ApiError> {
         self.local_log(info, partition, true)
     }
 
@@ -444,9 +448,8 @@ impl Broker {
         if let Some(cluster) = &self.cluster {
             let state = self.partition_state(info, partition);
             let me = cluster.node_id();
-            let served = state.is_some_and(|s| {
-                s.leader == me || (any_replica && s.replicas.contains(&me))
-            });
+            let served =
+                state.is_some_and(|s| s.leader == me || (any_replica && s.replicas.contains(&me)));
             if !served {
                 return Err(ApiError::NotLeaderOrFollower);
             }

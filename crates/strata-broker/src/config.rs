@@ -1098,8 +1098,8 @@ mod tests {
             "org.apache.kafka.common.replica.RackAwareReplicaSelector",
             "RackAwareReplicaSelector",
         ] {
-            let c = BrokerConfig::from_properties(props(&[("replica.selector.class", name)]))
-                .unwrap();
+            let c =
+                BrokerConfig::from_properties(props(&[("replica.selector.class", name)])).unwrap();
             assert_eq!(
                 c.replication.replica_selector,
                 Some(ReplicaSelector::RackAware)

@@ -76,12 +76,7 @@ impl ReplicaManager {
         }
         let followers = partition.isr_followers()?;
         let snapshot = self.cluster.applied();
-        let rack_of = |id: i32| {
-            snapshot
-                .brokers
-                .get(&id)
-                .map(|b| b.record.rack.as_deref())
-        };
+        let rack_of = |id: i32| snapshot.brokers.get(&id).map(|b| b.record.rack.as_deref());
         let now = self.now_ms();
         let leader = ReplicaView {
             id: self.me,
