@@ -30,6 +30,8 @@ from test_replication import partition_state, wait_for_full_isr
 RACK_AWARE = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 NOT_LEADER_OR_FOLLOWER = 6
 RF = 3
+# The records' CreateTime is in 2024: without this, retention deletes them under a slow test.
+KEEP = {"retention.ms": "-1"}
 
 
 def new_cluster(cluster_factory, endpoints: str) -> StrataCluster:
@@ -142,7 +144,7 @@ def raw_fetch(bootstrap: str, topic: str, partition: int, version: int, rack: st
 def test_a_consumer_in_a_followers_rack_reads_from_that_follower(etcd, cluster_factory):
     cluster = new_cluster(cluster_factory, etcd.endpoint)
     topic, count = "near", 600
-    create_topic(cluster.bootstrap, topic, 1, replication_factor=RF)
+    create_topic(cluster.bootstrap, topic, 1, config=KEEP, replication_factor=RF)
     wait_for_full_isr(cluster, topic, 1)
     records = make_records("near", count)
     produce(cluster.bootstrap, topic, records, [0] * count)
@@ -181,7 +183,7 @@ def test_a_consumer_in_a_followers_rack_reads_from_that_follower(etcd, cluster_f
 def test_a_consumer_without_a_rack_or_in_the_leaders_rack_reads_from_the_leader(etcd, cluster_factory):
     cluster = new_cluster(cluster_factory, etcd.endpoint)
     topic, count = "far", 200
-    create_topic(cluster.bootstrap, topic, 1, replication_factor=RF)
+    create_topic(cluster.bootstrap, topic, 1, config=KEEP, replication_factor=RF)
     wait_for_full_isr(cluster, topic, 1)
     records = make_records("far", count)
     produce(cluster.bootstrap, topic, records, [0] * count)
@@ -201,7 +203,7 @@ def test_a_consumer_without_a_rack_or_in_the_leaders_rack_reads_from_the_leader(
 def test_followers_serve_consumer_fetch_v11_only_and_only_leaders_pick(etcd, cluster_factory):
     cluster = new_cluster(cluster_factory, etcd.endpoint)
     topic = "raw"
-    create_topic(cluster.bootstrap, topic, 1, replication_factor=RF)
+    create_topic(cluster.bootstrap, topic, 1, config=KEEP, replication_factor=RF)
     wait_for_full_isr(cluster, topic, 1)
     produce(cluster.bootstrap, topic, make_records("raw", 10), [0] * 10)
     state = partition_state(cluster, topic, 0)
