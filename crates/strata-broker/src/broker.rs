@@ -425,11 +425,40 @@ impl Broker {
         info: &TopicInfo,
         partition: i32,
     ) -> Result<Arc<Log>, ApiError> {
+        self.local_log(info, partition, false)
+    }
+
+    /// As [`Broker::partition_log`], but a follower's replica is served too:
+    /// only for consumer Fetch v11+ (fetch from follower, KIP-392).
+    ///
+    /// # Errors
+    /// As [`Broker::partition_log`]; [`ApiError::NotLeaderOrFollower`] when
+    /// this broker holds no replica of the partition.
+    pub(crate) fn replica_log(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+    ) -> Result<Arc<Log>, ApiError> {
+        self.local_log(info, partition, true)
+    }
+
+    fn local_log(
+        &self,
+        info: &TopicInfo,
+        partition: i32,
+        any_replica: bool,
+    ) -> Result<Arc<Log>, ApiError> {
         if partition < 0 || partition >= info.partitions {
             return Err(ApiError::UnknownTopicOrPartition);
         }
-        if self.cluster.is_some() && !self.leads(info, partition) {
-            return Err(ApiError::NotLeaderOrFollower);
+        if let Some(cluster) = &self.cluster {
+            let state = self.partition_state(info, partition);
+            let me = cluster.node_id();
+            let served =
+                state.is_some_and(|s| s.leader == me || (any_replica && s.replicas.contains(&me)));
+            if !served {
+                return Err(ApiError::NotLeaderOrFollower);
+            }
         }
         let tp = TopicPartition::new(info.name.clone(), partition);
         if let Some(reason) = self.refused.get(&tp) {

@@ -575,6 +575,21 @@ static TABLE: &[Def] = &[
         |c| c.replication.num_fetchers.to_string(),
     ),
     Def::new(
+        "replica.selector.class",
+        ConfigType::String,
+        "",
+        Validator::Custom(replica_selector_rule),
+        "How a leader picks the replica a consumer fetches from (KIP-392): unset = the leader, or \
+         org.apache.kafka.common.replica.RackAwareReplicaSelector (Strata loads no other class).",
+        |c, v| c.replication.replica_selector = ReplicaSelector::parse(&v.string()).ok().flatten(),
+        |c| {
+            c.replication
+                .replica_selector
+                .map(|s| s.class_name().to_string())
+                .unwrap_or_default()
+        },
+    ),
+    Def::new(
         "cluster.id",
         ConfigType::String,
         "",
@@ -773,6 +788,50 @@ pub struct ReplicationSettings {
     pub num_fetchers: i32,
     /// `replica.high.watermark.checkpoint.interval.ms`.
     pub high_watermark_checkpoint_interval_ms: i64,
+    /// `replica.selector.class`; `None` (unset): consumers read from the leader.
+    pub replica_selector: Option<ReplicaSelector>,
+}
+
+/// `replica.selector.class` (KIP-392). Strata loads no plugins: the value
+/// names one of Kafka's built-in selectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaSelector {
+    /// `org.apache.kafka.common.replica.RackAwareReplicaSelector`: a replica
+    /// in the consumer's `client.rack`, else the leader.
+    RackAware,
+}
+
+impl ReplicaSelector {
+    const RACK_AWARE: &'static str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+
+    /// Kafka's class name of this selector.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            ReplicaSelector::RackAware => ReplicaSelector::RACK_AWARE,
+        }
+    }
+
+    /// The selector a `replica.selector.class` value names: empty is none;
+    /// the class name or its simple name.
+    ///
+    /// # Errors
+    /// The rule the value breaks: any other class.
+    pub fn parse(value: &str) -> Result<Option<ReplicaSelector>, String> {
+        match value.trim() {
+            "" => Ok(None),
+            ReplicaSelector::RACK_AWARE | "RackAwareReplicaSelector" => {
+                Ok(Some(ReplicaSelector::RackAware))
+            }
+            _ => Err(format!(
+                "Strata loads no selector plugins; the only selector is {}",
+                ReplicaSelector::RACK_AWARE
+            )),
+        }
+    }
+}
+
+fn replica_selector_rule(v: &Value) -> Result<(), String> {
+    ReplicaSelector::parse(&v.string()).map(drop)
 }
 
 /// Whether property `name` is a Kafka or Strata broker property, and a
@@ -1030,6 +1089,29 @@ mod tests {
         assert!(!c.auto_create_topics_enable);
         assert!(c.log_config.durable_append);
         assert_eq!(c.rack.as_deref(), Some("r1"));
+    }
+
+    #[test]
+    fn replica_selector_class_takes_the_rack_aware_selector_only() {
+        assert_eq!(BrokerConfig::default().replication.replica_selector, None);
+        for name in [
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+            "RackAwareReplicaSelector",
+        ] {
+            let c =
+                BrokerConfig::from_properties(props(&[("replica.selector.class", name)])).unwrap();
+            assert_eq!(
+                c.replication.replica_selector,
+                Some(ReplicaSelector::RackAware)
+            );
+        }
+        let err = BrokerConfig::from_properties(props(&[(
+            "replica.selector.class",
+            "com.example.MySelector",
+        )]))
+        .unwrap_err();
+        assert_eq!(err_name(&err), "replica.selector.class");
+        assert!(err.to_string().contains("com.example.MySelector"), "{err}");
     }
 
     #[test]

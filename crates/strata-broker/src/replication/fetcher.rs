@@ -237,7 +237,7 @@ async fn run(
         };
         let shared2 = shared.clone();
         let retry_at = manager.now_ms() + backoff.as_millis() as i64;
-        let out_of_range =
+        let (out_of_range, high_watermark_rose) =
             match tokio::task::spawn_blocking(move || process(&shared2, sent, response, retry_at))
                 .await
             {
@@ -245,6 +245,11 @@ async fn run(
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Err(_) => return,
             };
+        if high_watermark_rose {
+            // Consumers parked on this follower (fetch from follower) wake
+            // on the manager's ticks (KAFKA-14334).
+            manager.changed();
+        }
         for (tp, epoch) in out_of_range {
             let c = conn.as_mut().expect("connected above");
             if let Err(error) = reset_out_of_range(&shared, c, me, &tp, epoch, timeout).await {
@@ -385,13 +390,14 @@ fn list_offsets_request(
 }
 
 /// Apply a Fetch response (blocking). Returns the partitions the leader
-/// answered OFFSET_OUT_OF_RANGE for, with the epoch they were fetched in.
+/// answered OFFSET_OUT_OF_RANGE for, with the epoch they were fetched in,
+/// and whether any high watermark rose.
 fn process(
     shared: &Shared,
     sent: Vec<Sent>,
     response: FetchResponse,
     retry_at_ms: i64,
-) -> Vec<(TopicPartition, i32)> {
+) -> (Vec<(TopicPartition, i32)>, bool) {
     let mut by_key: HashMap<(Uuid, i32), kafka_protocol::messages::fetch_response::PartitionData> =
         HashMap::new();
     for t in response.responses {
@@ -401,6 +407,7 @@ fn process(
     }
     let now_backoff = |f: &mut Fetching| f.delayed_until_ms = retry_at_ms;
     let mut out_of_range = Vec::new();
+    let mut high_watermark_rose = false;
     for s in sent {
         let mut parts = shared.lock();
         let Some(f) = parts.get_mut(&s.tp) else {
@@ -440,12 +447,15 @@ fn process(
         // partition's new state (a stale append after becoming leader
         // would put old-epoch batches above the new epoch's start).
         tracing::trace!(tp = %s.tp, fetch_offset = s.fetch_offset, records = data.records.as_ref().map_or(0, |r| r.len()), diverging = ?(data.diverging_epoch.epoch, data.diverging_epoch.end_offset), high_watermark = data.high_watermark, "fetch response");
-        if let Err(error) = apply_partition(&s, &data, &log) {
+        let before = log.high_watermark();
+        let r = apply_partition(&s, &data, &log);
+        high_watermark_rose |= log.high_watermark() > before;
+        if let Err(error) = r {
             tracing::warn!(tp = %s.tp, error = %ErrorChain(&error), "cannot apply the leader's records; backing off");
             now_backoff(f);
         }
     }
-    out_of_range
+    (out_of_range, high_watermark_rose)
 }
 
 fn apply_partition(

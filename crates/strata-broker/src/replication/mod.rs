@@ -13,6 +13,8 @@
 //!   AlterPartition: at most one change in flight per partition.
 //! - acks=all produce requests wait on [`ReplicaManager::subscribe`], which
 //!   ticks whenever a high watermark moves or a replica changes role.
+//! - A leader with `replica.selector.class` set points consumers at a
+//!   follower in their rack (`selector`, KIP-392).
 //!
 //! `docs/replication.md` describes the protocol as implemented.
 
@@ -22,6 +24,7 @@ mod fetcher;
 mod isr;
 mod partition;
 mod replica;
+mod selector;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock, RwLock};

@@ -199,6 +199,20 @@ impl Partition {
             .is_some_and(|r| r.replicas.contains(&replica))
     }
 
+    /// Leader only: the followers in the committed ISR and what each holds
+    /// (the preferred-read-replica candidates, KIP-392); `None` when this
+    /// broker does not lead.
+    pub(crate) fn isr_followers(&self) -> Option<Vec<(i32, FollowerState)>> {
+        let st = self.lock();
+        (st.leader == self.me).then(|| {
+            st.followers
+                .iter()
+                .filter(|(id, _)| st.isr.isr().contains(id))
+                .map(|(id, f)| (*id, *f))
+                .collect()
+        })
+    }
+
     /// The committed ISR and the maximal one.
     #[cfg(test)]
     pub(crate) fn isr(&self) -> (Vec<i32>, Vec<i32>) {

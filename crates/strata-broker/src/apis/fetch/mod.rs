@@ -17,6 +17,12 @@
 //! - Fetch sessions (KIP-227) are refused: session id 0 in every answer and
 //!   every requested partition listed, which all clients accept.
 //! - `read_committed` reads up to the last stable offset.
+//! - Fetch from the closest replica (KIP-392, `replication.md` §9): a
+//!   consumer Fetch v11+ carries client metadata, so a follower serves it
+//!   from its own log up to its own high watermark; older consumer Fetches
+//!   need the leader (KAFKA-9004). A leader with `replica.selector.class`
+//!   set may answer a consumer in a rack at once, without records, with the
+//!   follower to read from (`preferred_read_replica`).
 //! - Record data is never read into memory: the encoder emits file regions
 //!   for `sendfile(2)`.
 
@@ -51,6 +57,8 @@ struct Wanted {
     target: Result<Arc<Log>, ResponseError>,
     /// A follower's log diverges from this leader's: (epoch, end offset).
     diverging: Option<(i32, i64)>,
+    /// The follower a consumer should read from instead (KIP-392).
+    preferred: Option<i32>,
 }
 
 /// What reading one partition produced.
@@ -61,6 +69,8 @@ enum Outcome {
     Diverging((i32, i64), Arc<Log>),
     /// Records read from the remote tier (below the local log start).
     Remote(bytes::Bytes, Arc<Log>, i64),
+    /// A consumer should read from this follower: no records.
+    Preferred(i32, Arc<Log>),
 }
 
 pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response {
@@ -92,6 +102,8 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         (req.replica_id.0, -1)
     };
     let follower = (replica_id >= 0).then_some((replica_id, replica_epoch));
+    // A consumer's client metadata (v11+): its rack, and any replica serves it.
+    let client_rack = (ctx.version >= 11 && follower.is_none()).then(|| req.rack_id.as_str());
     let mut topics = Vec::with_capacity(req.topics.len());
     let mut wanted = Vec::new();
     for (topic_idx, t) in req.topics.iter().enumerate() {
@@ -116,8 +128,15 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
                 ctx.version,
                 p.partition,
                 p.current_leader_epoch,
+                client_rack.is_some(),
             )
             .map_err(|e| e.kind());
+            let preferred = match (&target, client_rack, &info) {
+                (Ok(log), Some(rack), Some(info)) => {
+                    preferred_read_replica(broker, info, log, p.partition, p.fetch_offset, rack)
+                }
+                _ => None,
+            };
             let (target, diverging) = match (target, follower, &info) {
                 (Ok(log), Some(f), Some(info)) => match follower_fetch(broker, info, &log, f, p) {
                     Ok(diverging) => (Ok(log), diverging),
@@ -132,6 +151,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
                 partition_max_bytes: p.partition_max_bytes,
                 target,
                 diverging,
+                preferred,
             });
         }
     }
@@ -145,9 +165,21 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         tokio::time::Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let wanted = Arc::new(wanted);
     let mut appends = broker.appends.subscribe();
+    // Cluster mode: a consumer's records become visible when the high
+    // watermark moves (a follower fetched them, or this follower learned
+    // it), which is not an append here. Followers wait for appends only
+    // (KAFKA-9952: HW moves alone do not wake replica fetches).
+    let mut replica_changes = broker
+        .replicas
+        .as_ref()
+        .filter(|_| follower.is_none())
+        .map(|r| r.subscribe());
     let mut shutdown = broker.shutdown.clone();
     let outcomes = loop {
         appends.borrow_and_update();
+        if let Some(rx) = replica_changes.as_mut() {
+            rx.borrow_and_update();
+        }
         let w = wanted.clone();
         let outcomes = broker
             .blocking(move |b| read_all(b, &w, max_bytes, read_committed, follower.is_some()))
@@ -157,17 +189,27 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
             .map(|o| match o {
                 Outcome::Data(d, _) => d.total_len(),
                 Outcome::Remote(r, ..) => r.len() as u64,
-                Outcome::Error(..) | Outcome::Diverging(..) => 0,
+                Outcome::Error(..) | Outcome::Diverging(..) | Outcome::Preferred(..) => 0,
             })
             .sum();
-        let has_error = outcomes
-            .iter()
-            .any(|o| matches!(o, Outcome::Error(..) | Outcome::Diverging(..)));
+        let has_error = outcomes.iter().any(|o| {
+            matches!(
+                o,
+                Outcome::Error(..) | Outcome::Diverging(..) | Outcome::Preferred(..)
+            )
+        });
         if min_bytes == 0 || bytes >= min_bytes || has_error || *shutdown.borrow() {
             break outcomes;
         }
+        let replica_changed = async {
+            match replica_changes.as_mut() {
+                Some(rx) => rx.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             changed = appends.changed() => { if changed.is_err() { break outcomes; } }
+            _ = replica_changed => {}
             _ = tokio::time::sleep_until(deadline) => break outcomes,
             _ = shutdown.changed() => break outcomes,
         }
@@ -201,6 +243,7 @@ fn resolve(
     version: i16,
     partition: i32,
     current_leader_epoch: i32,
+    any_replica: bool,
 ) -> Result<Arc<Log>, ApiError> {
     let Some(info) = info else {
         return Err(if version >= 13 {
@@ -227,7 +270,28 @@ fn resolve(
             });
         }
     }
-    broker.partition_log(info, partition)
+    if any_replica {
+        broker.replica_log(info, partition)
+    } else {
+        broker.partition_log(info, partition)
+    }
+}
+
+/// KIP-392: the follower a consumer in `rack` should read from, when this
+/// broker leads the partition and its replica selector picks one.
+fn preferred_read_replica(
+    broker: &Broker,
+    info: &crate::topics::TopicInfo,
+    log: &Arc<Log>,
+    partition: i32,
+    fetch_offset: i64,
+    rack: &str,
+) -> Option<i32> {
+    broker.config.replication.replica_selector?;
+    let replicas = broker.replicas.as_ref()?;
+    let tp = strata_log::TopicPartition::new(info.name.clone(), partition);
+    let p = replicas.get(&tp).filter(|r| Arc::ptr_eq(&r.log, log))?;
+    replicas.preferred_read_replica(&p, rack, fetch_offset)
 }
 
 /// A follower's Fetch of a partition this broker leads (see the module
@@ -311,6 +375,9 @@ fn read_all(
             if let Some(diverging) = w.diverging {
                 return Outcome::Diverging(diverging, log);
             }
+            if let Some(replica) = w.preferred {
+                return Outcome::Preferred(replica, log);
+            }
             let bound = if follower {
                 ReadBound::LogEnd
             } else if read_committed {
@@ -375,6 +442,13 @@ fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> Par
             last_stable_offset: log.last_stable_offset().0,
             log_start_offset: log.log_start_offset().0,
             diverging_epoch: Some(diverging),
+            ..PartitionData::empty(partition, NONE)
+        },
+        Outcome::Preferred(replica, log) => PartitionData {
+            high_watermark: log.high_watermark().0,
+            last_stable_offset: log.last_stable_offset().0,
+            log_start_offset: log.log_start_offset().0,
+            preferred_read_replica: replica,
             ..PartitionData::empty(partition, NONE)
         },
         Outcome::Error(error, log) => {
