@@ -442,6 +442,8 @@ mod tests {
             leader,
             leader_epoch: epoch,
             partition_epoch: epoch,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         }
     }
 
