@@ -145,7 +145,7 @@ fn rebalance_elects_only_above_the_imbalance_percentage() {
     let mut moving = state(&[2, 1, 3], &[1, 2, 3], 1);
     moving.removing_replicas = vec![3];
     add(&mut s, "u", 1, moving);
-    let d = rebalance(&s, 10);
+    let d = rebalance(&s, 5);
     assert!(
         d.iter()
             .all(|d| matches!(d, Decision::Update { topic, .. } if topic == "t")),
