@@ -23,7 +23,11 @@ use crate::cluster_admin::{latest, wait_newer, CAS_ATTEMPTS};
 /// Per topic, per partition: the outcome.
 pub(crate) type Results = BTreeMap<String, Vec<(i32, Result<(), ApiError>)>>;
 
-/// A partition's reassignment in progress: (replicas, adding, removing).
+/// AlterPartitionReassignments' partitions: per topic, per partition a
+/// target (`None`: cancel).
+pub(crate) type ReassignRequests = Vec<(String, Vec<(i32, Option<Vec<i32>>)>)>;
+
+/// Per topic, the partitions being reassigned with their state.
 pub(crate) type Ongoing = BTreeMap<String, Vec<(i32, PartitionRecord)>>;
 
 /// ElectLeaders. `partitions` `None`: every partition, and those that need
@@ -163,7 +167,7 @@ fn on_partition(
 /// in the ISR).
 pub(crate) fn alter_reassignments(
     b: &Broker,
-    requests: Vec<(String, Vec<(i32, Option<Vec<i32>>)>)>,
+    requests: ReassignRequests,
     timeout: Duration,
 ) -> Results {
     let mut out = Results::new();

@@ -18,7 +18,7 @@ pub(crate) async fn handle(
     ctx: &RequestContext,
     req: AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
-    let requests: Vec<(String, Vec<(i32, Option<Vec<i32>>)>)> = req
+    let requests: crate::leadership::ReassignRequests = req
         .topics
         .into_iter()
         .map(|t| {
