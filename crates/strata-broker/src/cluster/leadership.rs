@@ -71,7 +71,7 @@ pub(crate) fn elect(
             if p.leader == preferred {
                 return Err(ElectionRefused::NotNeeded);
             }
-            if !s.is_live(preferred) || !p.isr.contains(&preferred) {
+            if !s.is_eligible(preferred) || !p.isr.contains(&preferred) {
                 return Err(ElectionRefused::PreferredNotAvailable);
             }
             (preferred, p.isr.clone())
@@ -80,10 +80,15 @@ pub(crate) fn elect(
             if p.leader >= 0 && s.is_live(p.leader) {
                 return Err(ElectionRefused::NotNeeded);
             }
-            let live_isr: Vec<i32> = p.isr.iter().copied().filter(|r| s.is_live(*r)).collect();
+            let live_isr: Vec<i32> = p
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| s.is_eligible(*r))
+                .collect();
             if let Some(r) = p.replicas.iter().copied().find(|r| live_isr.contains(r)) {
                 (r, live_isr)
-            } else if let Some(r) = p.replicas.iter().copied().find(|r| s.is_live(*r)) {
+            } else if let Some(r) = p.replicas.iter().copied().find(|r| s.is_eligible(*r)) {
                 (r, vec![r])
             } else {
                 return Err(ElectionRefused::EligibleNotAvailable);
@@ -292,7 +297,7 @@ pub(crate) fn complete_reassignment(s: &Snapshot, p: &PartitionRecord) -> Option
     if isr.is_empty() || !target.iter().all(|r| isr.contains(r)) {
         return None;
     }
-    let leader = if target.contains(&p.leader) && s.is_live(p.leader) {
+    let leader = if target.contains(&p.leader) && s.is_eligible(p.leader) {
         p.leader
     } else {
         first_eligible(s, &target, &isr)
@@ -309,12 +314,13 @@ pub(crate) fn complete_reassignment(s: &Snapshot, p: &PartitionRecord) -> Option
     })
 }
 
-/// The first of `replicas` that is live and in `isr`, else -1.
+/// The first of `replicas` that may lead (live, not shutting down) and is
+/// in `isr`, else -1.
 fn first_eligible(s: &Snapshot, replicas: &[i32], isr: &[i32]) -> i32 {
     replicas
         .iter()
         .copied()
-        .find(|r| s.is_live(*r) && isr.contains(r))
+        .find(|r| s.is_eligible(*r) && isr.contains(r))
         .unwrap_or(-1)
 }
 

@@ -17,6 +17,7 @@ fn snapshot(live: &[i32]) -> Snapshot {
                     listener: "PLAINTEXT".into(),
                     host: "127.0.0.1".into(),
                     port: 9000 + id as u16,
+                    shutting_down: false,
                 },
                 epoch: 1,
             },
@@ -95,6 +96,17 @@ fn preferred_election_refusals() {
         elect(&s, &state(&[1, 2, 3], &[2, 3], 2), ElectionType::Preferred),
         Err(ElectionRefused::PreferredNotAvailable),
         "preferred replica not in the ISR"
+    );
+    let mut closing = snapshot(&[1, 2, 3]);
+    closing.brokers.get_mut(&1).unwrap().record.shutting_down = true;
+    assert_eq!(
+        elect(
+            &closing,
+            &state(&[1, 2, 3], &[1, 2, 3], 2),
+            ElectionType::Preferred
+        ),
+        Err(ElectionRefused::PreferredNotAvailable),
+        "a broker in controlled shutdown is not elected"
     );
 }
 
