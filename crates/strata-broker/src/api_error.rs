@@ -71,6 +71,14 @@ pub(crate) enum ApiError {
     /// Cluster mode: another broker leads the partition (or none does).
     #[error("this broker is not the leader of the partition")]
     NotLeaderOrFollower,
+    /// ElectLeaders: no election for this partition (ELECTION_NOT_NEEDED,
+    /// PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE).
+    #[error("{0}")]
+    Election(crate::cluster::ElectionRefused),
+    /// AlterPartitionReassignments refused (INVALID_REPLICA_ASSIGNMENT,
+    /// NO_REASSIGNMENT_IN_PROGRESS).
+    #[error("{0}")]
+    Reassignment(crate::cluster::ReassignmentRefused),
     /// Cluster mode: the change could not be made in etcd.
     #[error("cluster metadata: {0}")]
     Cluster(#[source] crate::cluster::ClusterError),

@@ -22,7 +22,7 @@ use crate::topics::{self, TopicInfo};
 const APPLY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Compare-and-swap attempts before giving up on a busy topic.
-const CAS_ATTEMPTS: usize = 5;
+pub(crate) const CAS_ATTEMPTS: usize = 5;
 
 fn to_info(name: &str, r: &TopicRecord) -> TopicInfo {
     TopicInfo {
@@ -36,7 +36,7 @@ fn to_info(name: &str, r: &TopicRecord) -> TopicInfo {
 
 /// The newest snapshot the watch has seen (CAS reads from it, so a retry
 /// after a lost race sees the winner's write).
-fn latest(cluster: &Cluster) -> std::sync::Arc<Snapshot> {
+pub(crate) fn latest(cluster: &Cluster) -> std::sync::Arc<Snapshot> {
     cluster.subscribe().borrow().clone()
 }
 
@@ -285,7 +285,7 @@ pub(crate) fn alter_topic_configs(
 
 /// After a lost compare-and-swap: give the watch a moment to deliver the
 /// winner's write before reading again.
-fn wait_newer(cluster: &Cluster, revision: i64) {
+pub(crate) fn wait_newer(cluster: &Cluster, revision: i64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     while latest(cluster).revision <= revision && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

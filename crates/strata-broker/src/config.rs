@@ -155,6 +155,13 @@ pub struct BrokerConfig {
     pub broker_session_timeout_ms: u64,
     /// `broker.heartbeat.interval.ms`: how often the lease is renewed.
     pub broker_heartbeat_interval_ms: u64,
+    /// `auto.leader.rebalance.enable`: the controller moves leadership back
+    /// to preferred replicas.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds`.
+    pub leader_imbalance_check_interval_seconds: u64,
+    /// `leader.imbalance.per.broker.percentage`.
+    pub leader_imbalance_per_broker_percentage: u32,
     /// The follower and ISR settings (`replica.*`, `num.replica.fetchers`).
     pub replication: ReplicationSettings,
     /// Topic-level defaults from the `log.*` and related broker properties
@@ -494,6 +501,33 @@ static TABLE: &[Def] = &[
         |c| c.broker_heartbeat_interval_ms.to_string(),
     ),
     Def::new(
+        "auto.leader.rebalance.enable",
+        ConfigType::Boolean,
+        "true",
+        Validator::Any,
+        "Cluster mode: the controller periodically moves leadership back to each partition's preferred (first) replica.",
+        |c, v| c.auto_leader_rebalance_enable = v.boolean(),
+        |c| c.auto_leader_rebalance_enable.to_string(),
+    ),
+    Def::new(
+        "leader.imbalance.check.interval.seconds",
+        ConfigType::Long,
+        "300",
+        Validator::AtLeast(1),
+        "How often the controller checks whether partition leaders are balanced.",
+        |c, v| c.leader_imbalance_check_interval_seconds = u64::try_from(v.long()).unwrap_or(1),
+        |c| c.leader_imbalance_check_interval_seconds.to_string(),
+    ),
+    Def::new(
+        "leader.imbalance.per.broker.percentage",
+        ConfigType::Int,
+        "10",
+        Validator::AtLeast(0),
+        "The share of a broker's preferred partitions led elsewhere, in percent, above which the controller rebalances them.",
+        |c, v| c.leader_imbalance_per_broker_percentage = u32::try_from(v.int()).unwrap_or(0),
+        |c| c.leader_imbalance_per_broker_percentage.to_string(),
+    ),
+    Def::new(
         "replica.lag.time.max.ms",
         ConfigType::Long,
         "30000",
@@ -676,6 +710,9 @@ impl BrokerConfig {
             etcd_prefix: String::new(),
             broker_session_timeout_ms: 0,
             broker_heartbeat_interval_ms: 0,
+            auto_leader_rebalance_enable: false,
+            leader_imbalance_check_interval_seconds: 0,
+            leader_imbalance_per_broker_percentage: 0,
             replication: ReplicationSettings::default(),
             cleaner: CleanerConfig::from_properties(
                 &props,

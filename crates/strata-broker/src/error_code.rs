@@ -21,6 +21,7 @@ use strata_log::ProducerStateError;
 use strata_tiered::TieredError;
 
 use crate::api_error::ApiError;
+use crate::cluster::{ElectionRefused, ReassignmentRefused};
 use crate::dynamic_config::DynamicConfigError;
 use crate::group::store::StoreError;
 
@@ -66,6 +67,18 @@ impl ApiError {
             // etcd unreachable, no controller, a lost race: retriable, and
             // the message says which.
             ApiError::Cluster(_) => R::RequestTimedOut,
+            ApiError::Election(e) => match e {
+                ElectionRefused::NotNeeded => R::ElectionNotNeeded,
+                ElectionRefused::PreferredNotAvailable => R::PreferredLeaderNotAvailable,
+                ElectionRefused::EligibleNotAvailable => R::EligibleLeadersNotAvailable,
+            },
+            ApiError::Reassignment(e) => match e {
+                ReassignmentRefused::NotInProgress => R::NoReassignmentInProgress,
+                ReassignmentRefused::Empty
+                | ReassignmentRefused::Duplicate(_)
+                | ReassignmentRefused::UnknownBroker(_)
+                | ReassignmentRefused::CancelEmptiesIsr => R::InvalidReplicaAssignment,
+            },
             ApiError::BrokerIdNotInteger { .. } | ApiError::UnexpectedBrokerId { .. } => {
                 R::InvalidRequest
             }

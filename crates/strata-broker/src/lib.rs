@@ -22,6 +22,8 @@
 //! - `cluster`: cluster mode's membership in etcd: registration, the
 //!   metadata watch, the controller (`docs/cluster.md`).
 //! - `cluster_admin`: topic mutations in cluster mode (through etcd).
+//! - `leadership`: ElectLeaders and partition reassignment as a broker
+//!   answers them (through etcd in cluster mode).
 //! - `partition_sync`: applies each cluster snapshot to this broker's logs,
 //!   replicas and group coordinator.
 //! - `replication`: Kafka's ISR protocol between brokers: each replica's
@@ -60,6 +62,7 @@ mod dynamic_config;
 mod error;
 mod error_code;
 mod group;
+mod leadership;
 mod offline;
 mod partition_sync;
 mod placement;

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::broker::{effective_config, Broker};
-use crate::cluster::{BrokerRecord, Cluster, ClusterSettings};
+use crate::cluster::{BrokerRecord, Cluster, ClusterSettings, LeaderBalance};
 use crate::config::BrokerConfig;
 use crate::connection;
 use crate::connection_quotas::ConnectionQuotas;
@@ -230,6 +230,11 @@ async fn start_clustered(
         session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
         heartbeat: Duration::from_millis(config.broker_heartbeat_interval_ms),
         unclean_leader_election: config.log_config.unclean_leader_election_enable,
+        leader_balance: LeaderBalance {
+            enable: config.auto_leader_rebalance_enable,
+            check_interval: Duration::from_secs(config.leader_imbalance_check_interval_seconds),
+            per_broker_percentage: config.leader_imbalance_per_broker_percentage,
+        },
     };
     let record = BrokerRecord {
         id: config.node_id,

@@ -150,6 +150,9 @@ fn empty(api: ApiKey) -> Option<RequestKind> {
         ApiKey::ListGroups => K::ListGroups(Default::default()),
         ApiKey::DeleteGroups => K::DeleteGroups(Default::default()),
         ApiKey::OffsetDelete => K::OffsetDelete(Default::default()),
+        ApiKey::ElectLeaders => K::ElectLeaders(Default::default()),
+        ApiKey::AlterPartitionReassignments => K::AlterPartitionReassignments(Default::default()),
+        ApiKey::ListPartitionReassignments => K::ListPartitionReassignments(Default::default()),
         _ => return None,
     })
 }
@@ -159,6 +162,37 @@ fn empty(api: ApiKey) -> Option<RequestKind> {
 fn nested(api: ApiKey, version: i16) -> Option<RequestKind> {
     use RequestKind as K;
     Some(match api {
+        ApiKey::ElectLeaders => {
+            let mut tp = elect_leaders_request::TopicPartitions::default();
+            tp.topic = topic("hostile");
+            tp.partitions = vec![0, 1];
+            let mut req = ElectLeadersRequest::default();
+            req.topic_partitions = Some(vec![tp.clone(), tp]);
+            K::ElectLeaders(req)
+        }
+        ApiKey::AlterPartitionReassignments => {
+            use alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
+            let mut move_to = ReassignablePartition::default();
+            move_to.replicas = Some(vec![BrokerId(1), BrokerId(2)]);
+            let mut cancel = ReassignablePartition::default();
+            cancel.partition_index = 1;
+            cancel.replicas = None;
+            let mut t = ReassignableTopic::default();
+            t.name = topic("hostile");
+            t.partitions = vec![move_to, cancel];
+            let mut req = AlterPartitionReassignmentsRequest::default();
+            req.topics = vec![t];
+            K::AlterPartitionReassignments(req)
+        }
+        ApiKey::ListPartitionReassignments => {
+            let mut t =
+                list_partition_reassignments_request::ListPartitionReassignmentsTopics::default();
+            t.name = topic("hostile");
+            t.partition_indexes = vec![0, 1];
+            let mut req = ListPartitionReassignmentsRequest::default();
+            req.topics = Some(vec![t]);
+            K::ListPartitionReassignments(req)
+        }
         ApiKey::Produce => K::Produce(common::produce_request(
             "hostile",
             0,

@@ -17,6 +17,7 @@ use crate::error::DispatchError;
 use crate::response::{encode_with, Response};
 
 pub(crate) mod alter_configs;
+pub(crate) mod alter_partition_reassignments;
 pub(crate) mod api_versions;
 pub(crate) mod configs;
 pub(crate) mod create_partitions;
@@ -28,6 +29,7 @@ pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
 pub(crate) mod describe_log_dirs;
+pub(crate) mod elect_leaders;
 pub(crate) mod fetch;
 pub(crate) mod find_coordinator;
 pub(crate) mod heartbeat;
@@ -36,6 +38,7 @@ pub(crate) mod join_group;
 pub(crate) mod leave_group;
 pub(crate) mod list_groups;
 pub(crate) mod list_offsets;
+pub(crate) mod list_partition_reassignments;
 pub(crate) mod metadata;
 pub(crate) mod offset_commit;
 pub(crate) mod offset_delete;
@@ -76,6 +79,9 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::AlterPartitionReassignments, 0, 0),
+    (ApiKey::ListPartitionReassignments, 0, 0),
 ];
 
 /// The advertised range of `api`, if served.
@@ -151,6 +157,9 @@ pub(crate) async fn handle(
         ApiKey::ListGroups => route!(list_groups),
         ApiKey::DeleteGroups => route!(delete_groups),
         ApiKey::OffsetDelete => route!(offset_delete),
+        ApiKey::ElectLeaders => route!(elect_leaders),
+        ApiKey::AlterPartitionReassignments => route!(alter_partition_reassignments),
+        ApiKey::ListPartitionReassignments => route!(list_partition_reassignments),
         api => Err(DispatchError::UnsupportedVersion {
             api,
             version: ctx.version,

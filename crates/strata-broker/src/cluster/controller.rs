@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::layout::{self, ControllerRecord, Snapshot};
+use super::leadership;
 use super::policy::{self, Decision};
 use super::store::{Cond, Op};
 use super::{Cluster, ClusterError};
@@ -30,15 +31,32 @@ pub(super) async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<boo
     // Re-plan now and then even without a change: a write that lost a race
     // is retried from the newer state.
     let mut retry = tokio::time::interval(Duration::from_secs(1));
+    let balance = cluster.settings.leader_balance;
+    let mut balance_tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + balance.check_interval,
+        balance.check_interval,
+    );
+    let mut balance_due = false;
     loop {
         let snapshot = rx.borrow_and_update().clone();
-        if let Err(error) = step(&cluster, &snapshot).await {
-            cluster.set_reachable(!error.is_unreachable());
-            tracing::debug!(error = %strata_log::ErrorChain(&error), "controller step failed");
+        match step(&cluster, &snapshot).await {
+            Ok(Some(term)) if balance_due => {
+                balance_due = false;
+                if let Err(error) = rebalance(&cluster, term, &snapshot).await {
+                    cluster.set_reachable(!error.is_unreachable());
+                    tracing::debug!(error = %strata_log::ErrorChain(&error), "preferred-leader balancing failed");
+                }
+            }
+            Ok(_) => {}
+            Err(error) => {
+                cluster.set_reachable(!error.is_unreachable());
+                tracing::debug!(error = %strata_log::ErrorChain(&error), "controller step failed");
+            }
         }
         tokio::select! {
             r = rx.changed() => if r.is_err() { return },
             _ = retry.tick() => {}
+            _ = balance_tick.tick() => balance_due = balance.enable,
             _ = shutdown.changed() => return,
         }
         if *shutdown.borrow() {
@@ -47,13 +65,29 @@ pub(super) async fn run(cluster: Arc<Cluster>, mut shutdown: watch::Receiver<boo
     }
 }
 
-async fn step(cluster: &Cluster, s: &Snapshot) -> Result<(), ClusterError> {
+/// Preferred-leader balancing, every `leader.imbalance.check.interval.seconds`
+/// on a settled snapshot (`leadership::rebalance` decides).
+async fn rebalance(cluster: &Cluster, term: i64, s: &Snapshot) -> Result<(), ClusterError> {
+    let percentage = cluster.settings.leader_balance.per_broker_percentage;
+    for d in leadership::rebalance(s, percentage) {
+        if apply(cluster, term, &d).await? {
+            tracing::info!(decision = ?d, "preferred-leader balancing moved a leader back");
+        } else {
+            tracing::debug!(decision = ?d, "preferred-leader election lost a race");
+        }
+    }
+    Ok(())
+}
+
+/// One controller pass over `s`. `Some(term)`: this broker is the
+/// controller and `s` needed nothing (the moment to balance leaders).
+async fn step(cluster: &Cluster, s: &Snapshot) -> Result<Option<i64>, ClusterError> {
     let me = cluster.settings.node_id;
     let term = cluster.term.load(Ordering::Acquire);
     match &s.controller {
         None => {
             if s.revision == 0 || !s.is_live(me) {
-                return Ok(());
+                return Ok(None);
             }
             let lease = cluster.lease.load(Ordering::Acquire);
             if let Some(term) = campaign(cluster, s, lease).await? {
@@ -65,10 +99,14 @@ async fn step(cluster: &Cluster, s: &Snapshot) -> Result<(), ClusterError> {
                     "elected controller"
                 );
             }
-            Ok(())
+            Ok(None)
         }
         Some(c) if c.record.id == me && c.create_revision == term => {
-            for d in policy::plan(s, None, cluster.settings.unclean_leader_election) {
+            let decisions = policy::plan(s, None, cluster.settings.unclean_leader_election);
+            if decisions.is_empty() {
+                return Ok(Some(term));
+            }
+            for d in decisions {
                 match apply(cluster, term, &d).await {
                     Ok(true) => tracing::info!(decision = ?d, "controller applied"),
                     Ok(false) => {
@@ -78,14 +116,14 @@ async fn step(cluster: &Cluster, s: &Snapshot) -> Result<(), ClusterError> {
                     Err(e) => return Err(e),
                 }
             }
-            Ok(())
+            Ok(None)
         }
         Some(_) => {
             if term != 0 {
                 tracing::info!(node_id = me, "no longer the controller");
                 cluster.term.store(0, Ordering::Release);
             }
-            Ok(())
+            Ok(None)
         }
     }
 }

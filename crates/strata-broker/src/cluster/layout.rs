@@ -102,6 +102,13 @@ pub(crate) struct PartitionRecord {
     pub leader_epoch: i32,
     /// Bumped on every change (Kafka's partition epoch).
     pub partition_epoch: i32,
+    /// A reassignment in progress (KIP-455): the replicas joining and
+    /// leaving; `replicas` is the target followed by `removing_replicas`.
+    /// Both empty when none (and absent from older records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding_replicas: Vec<i32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing_replicas: Vec<i32>,
 }
 
 /// A key's value with the revisions compare-and-swap needs.

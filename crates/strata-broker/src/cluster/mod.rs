@@ -6,6 +6,8 @@
 //! - `policy`: the controller's decisions as a pure function of a snapshot.
 //! - `controller`: election, fencing and the writes of those decisions.
 //! - `admin`: the changes any broker makes (topics, configs, producer ids).
+//! - `leadership`: elections, preferred-leader balancing and reassignment,
+//!   as pure functions.
 //!
 //! A [`Cluster`] registers this broker under a lease, keeps the lease
 //! alive, follows every key with a watch into `latest`, and campaigns for
@@ -16,6 +18,7 @@
 mod admin;
 mod controller;
 mod layout;
+mod leadership;
 mod policy;
 mod store;
 
@@ -26,6 +29,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 pub(crate) use layout::{BrokerRecord, PartitionRecord, Snapshot, TopicRecord, Versioned};
+pub(crate) use leadership::{
+    cancel_reassignment, elect, is_reassigning, start_reassignment, ElectionRefused, ElectionType,
+    ReassignmentRefused,
+};
 use store::{Cond, MetaStore, Op};
 
 /// How long one etcd request may take before it counts as unreachable.
@@ -90,6 +97,17 @@ pub(crate) struct ClusterSettings {
     /// `unclean.leader.election.enable` of this broker (the controller's
     /// default when neither the topic nor the cluster's configs set it).
     pub unclean_leader_election: bool,
+    /// `auto.leader.rebalance.enable`, `leader.imbalance.check.interval.seconds`
+    /// and `leader.imbalance.per.broker.percentage`.
+    pub leader_balance: LeaderBalance,
+}
+
+/// Preferred-leader balancing settings (the controller's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeaderBalance {
+    pub enable: bool,
+    pub check_interval: Duration,
+    pub per_broker_percentage: u32,
 }
 
 /// This broker's membership of the cluster.
@@ -256,6 +274,12 @@ impl Cluster {
         let revision = snapshot.revision;
         *self.applied.write().unwrap_or_else(|p| p.into_inner()) = snapshot;
         self.applied_revision.send_replace(revision);
+    }
+
+    /// `unclean.leader.election.enable` for `topic` in `s` (its override,
+    /// the cluster's dynamic value, else this broker's).
+    pub(crate) fn unclean_election_allowed(&self, s: &Snapshot, topic: &str) -> bool {
+        policy::unclean_allowed(s, topic, self.settings.unclean_leader_election)
     }
 
     /// Snapshots as the watch produces them.

@@ -90,6 +90,8 @@ pub(crate) fn plan(
                                 leader,
                                 leader_epoch: 0,
                                 partition_epoch: 0,
+                                adding_replicas: Vec::new(),
+                                removing_replicas: Vec::new(),
                             },
                         ));
                     }
@@ -122,6 +124,7 @@ pub(crate) fn plan(
         }
         let unclean = unclean_allowed(s, name, unclean_default);
         let record = next_state(s, current, unclean);
+        let record = super::leadership::complete_reassignment(s, &record).unwrap_or(record);
         if record != *current {
             if record.leader != current.leader
                 && record.leader >= 0
@@ -142,7 +145,7 @@ pub(crate) fn plan(
 
 /// `unclean.leader.election.enable` for `topic`: its override, else the
 /// cluster-wide dynamic value, else `default` (this broker's static one).
-fn unclean_allowed(s: &Snapshot, topic: &str, default: bool) -> bool {
+pub(crate) fn unclean_allowed(s: &Snapshot, topic: &str, default: bool) -> bool {
     const NAME: &str = "unclean.leader.election.enable";
     let topic_value = s
         .topics
@@ -408,6 +411,8 @@ mod tests {
             leader,
             leader_epoch: 4,
             partition_epoch: 9,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         }
     }
 

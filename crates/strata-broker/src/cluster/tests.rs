@@ -23,6 +23,11 @@ fn settings(etcd: &etcd::Etcd, prefix: &str, id: i32) -> ClusterSettings {
         session_timeout: Duration::from_secs(2),
         heartbeat: Duration::from_millis(500),
         unclean_leader_election: false,
+        leader_balance: super::LeaderBalance {
+            enable: false,
+            check_interval: Duration::from_secs(300),
+            per_broker_percentage: 10,
+        },
     }
 }
 

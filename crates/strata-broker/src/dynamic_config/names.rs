@@ -32,7 +32,6 @@ const OTHER_KAFKA_CONFIGS: &[&str] = &[
     "max.connection.creation.rate",
     "connections.max.idle.ms",
     "delete.topic.enable",
-    "auto.leader.rebalance.enable",
     "num.replica.fetchers",
     "replica.lag.time.max.ms",
     "offsets.topic.replication.factor",

@@ -462,6 +462,8 @@ mod tests {
             leader,
             leader_epoch: epoch,
             partition_epoch: epoch,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@ mod configs;
 mod decompressed_cap;
 mod groups;
 mod io_faults;
+mod leadership;
 mod list_offsets;
 mod metadata;
 mod offline_dir;
