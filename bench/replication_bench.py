@@ -55,7 +55,7 @@ SETUPS = (("acks=1", 1), ("acks=1", 3), ("acks=all", 3))
 THROUGHPUT_CONFIG = {
     "compression.type": "none", "linger.ms": 50, "batch.size": 1_000_000, "batch.num.messages": 1_000_000,
     "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000,
-    "message.timeout.ms": 120_000, "enable.idempotence": False,
+    "message.timeout.ms": 120_000, "enable.idempotence": False, "log_level": 3,
 }
 # The client's side of a failover: how soon it retries and looks up the new leader.
 PROBE_CONFIG = {

@@ -180,13 +180,14 @@ def batches_below(partition_dir: Path, hw: int) -> list[tuple[int, int, bytes]]:
     return out
 
 
-def compare_replicas(report: Report, fc: FaultCluster, topic: str, replicas: dict[int, list[int]],
+def compare_replicas(report: Report, log_dirs: dict[int, Path], topic: str, replicas: dict[int, list[int]],
                      leaders: dict[int, int], consumer_hws: dict[int, int]) -> dict[int, int]:
-    """Returns the high watermark used per partition."""
+    """Compares every replica (broker id → its log dir in `log_dirs`) of every partition with the
+    leader's; returns the high watermark used per partition."""
     used = {}
     for p, nodes in replicas.items():
         leader = leaders[p]
-        leader_dir = fc.nodes[leader].broker.log_dir
+        leader_dir = log_dirs[leader]
         hw = checkpointed_hw(leader_dir, topic, p)
         if hw is None:
             hw = consumer_hws[p]
@@ -202,7 +203,7 @@ def compare_replicas(report: Report, fc: FaultCluster, topic: str, replicas: dic
             if node == leader:
                 continue
             report.replicas_compared += 1
-            theirs = batches_below(fc.nodes[node].broker.log_dir / f"{topic}-{p}", hw)
+            theirs = batches_below(log_dirs[node] / f"{topic}-{p}", hw)
             if theirs != reference:
                 report.replica_mismatches += 1
                 report.problem(f"p{p}: replica {node} differs from leader {leader}: {_first_difference(reference, theirs)}")
@@ -281,7 +282,8 @@ def check(fc: FaultCluster, workload: Workload, faults: FaultLog, topic: str, pa
             report.unclean_exits[node.node_id] = code
             report.problem(f"broker {node.node_id} did not exit cleanly on SIGTERM: {code}")
 
-    hws = compare_replicas(report, fc, topic, replicas, leaders, consumer_hws)
+    log_dirs = {n: node.broker.log_dir for n, node in fc.nodes.items()}
+    hws = compare_replicas(report, log_dirs, topic, replicas, leaders, consumer_hws)
     verify_log_dirs(report, fc, strata_bin)
     if java is not None:
         kafka_reader(report, java, fc, topic, leaders, hws, got)
