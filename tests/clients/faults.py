@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -47,9 +48,18 @@ REPLICATION_SETTINGS = {
 }
 HEAL_TIMEOUT_S = 45.0
 ADMIN_TIMEOUT_S = 30.0
-# The client id prefix a broker's replica fetcher uses (Kafka: "broker-<id>-fetcher-<n>"). A cut
-# refuses connections whose client id names the cut broker this way.
-FETCHER_CLIENT_ID = "broker-{node}-"
+# The client ids a broker's replica fetcher introduces itself with: Strata's
+# "strata-replica-fetcher-<id>" and Kafka's "broker-<id>-fetcher-<n>". A cut refuses, at the other
+# brokers' proxies, connections whose client id names the cut broker.
+FETCHER_CLIENT_IDS = (re.compile(r"replica-fetcher-(\d+)$"), re.compile(r"^broker-(\d+)-fetcher"))
+
+
+def fetcher_node(client_id: str) -> int | None:
+    """The broker whose replica fetcher uses this client id, if it is one."""
+    for pattern in FETCHER_CLIENT_IDS:
+        if m := pattern.search(client_id):
+            return int(m.group(1))
+    return None
 
 KILL_LEADER, KILL_FOLLOWER, KILL_CONTROLLER = "kill_leader", "kill_follower", "kill_controller"
 PAUSE, CUT, ISOLATE, DISK_FULL = "pause", "cut", "isolate", "disk_full"
@@ -276,10 +286,9 @@ class FaultCluster:
         node = self.nodes[node_id]
         node.cut = True
         node.proxy.cut()
-        prefix = FETCHER_CLIENT_ID.format(node=node_id)
         for other in self.nodes.values():
             if other.node_id != node_id:
-                other.proxy.ban(lambda client_id, p=prefix: client_id.startswith(p))
+                other.proxy.ban(lambda client_id: fetcher_node(client_id) == node_id)
         if etcd:
             node.etcd_proxy.cut()
 

@@ -9,7 +9,7 @@ import struct
 from pathlib import Path
 
 from fault_checker import Report, analyze, batches_below, checkpointed_hw, compare_replicas
-from faults import Ack, Workload
+from faults import Ack, Workload, fetcher_node
 
 TOPIC = "t"
 
@@ -89,3 +89,9 @@ def test_high_watermark_from_the_checkpoint_file(tmp_path):
     assert checkpointed_hw(tmp_path / "missing", TOPIC, 0) is None
     write_partition(tmp_path, 0, {0: batch(0, 3) + batch(3, 2) + batch(5, 1)})
     assert [(s, e) for s, e, _ in batches_below(tmp_path / f"{TOPIC}-0", 5)] == [(0, 2), (3, 4)]
+
+
+def test_replica_fetchers_are_recognised_by_client_id():
+    assert fetcher_node("strata-replica-fetcher-3") == 3
+    assert fetcher_node("broker-2-fetcher-0") == 2
+    assert fetcher_node("faults-p0") is None and fetcher_node("rdkafka") is None
