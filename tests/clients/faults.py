@@ -519,7 +519,9 @@ class Faults:
             return None
         node, detail = target
         start = time.monotonic()
-        getattr(self, f"_{kind}")(node)
+        note = getattr(self, f"_{kind}")(node)
+        if note:
+            detail = f"{detail}, {note}"
         seconds = time.monotonic() - start
         try:
             recovery = self.fc.wait_led(self.topic, self.partitions, HEAL_TIMEOUT_S)
@@ -528,7 +530,7 @@ class Faults:
             recovery = -1.0
         event = FaultEvent(kind, node, detail, round(seconds, 2), round(recovery, 2))
         self.faults.events.append(event)
-        self.log(f"fault {len(self.faults.events):>3}: {kind:<15} broker {node} {detail:<24} "
+        self.log(f"fault {len(self.faults.events):>3}: {kind:<15} broker {node} {detail:<34} "
                  f"held {event.seconds:5.2f}s, all partitions led {event.recovery_s:5.2f}s later")
         return event
 
@@ -552,7 +554,7 @@ class Faults:
         led = [f"p{q}" for q, i in sorted(parts.items()) if i.leader == node]
         return node, "leads " + (",".join(led) or "nothing")
 
-    # --- one method per kind: inject, hold, heal --------------------------------------------
+    # --- one method per kind: inject, hold, heal; may return a note on what happened --------
 
     def _kill_and_restart(self, node: int) -> None:
         self.fc.kill(node)
@@ -583,7 +585,7 @@ class Faults:
         n.full = True
         # Until the broker's next write fails (its dir goes offline), bounded.
         deadline = time.monotonic() + 8.0
-        while time.monotonic() < deadline and b"No space left on device" not in _last_output(n.broker):
+        while not (hit := b"No space left on device" in _last_output(n.broker)) and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(self.rng.uniform(0.0, 1.0))
         n.disk.free()
@@ -591,6 +593,7 @@ class Faults:
         # An offline dir stays offline until restart (fail stop); the broker may also have exited.
         stop_or_kill(n.broker)
         self.fc.restart(node)
+        return "ENOSPC hit" if hit else "no write failed within 8 s"
 
 
 def stop_or_kill(b: StrataBroker) -> int | None:
