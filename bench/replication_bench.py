@@ -219,6 +219,8 @@ def failover_trial(bench: Bench, topic: str, signal_name: str) -> dict[str, floa
     acked = probe_ack(producer, topic)
     producer.flush(10)
     waiter.join(120)
+    if "at" not in exited:
+        raise RuntimeError(f"broker {old} still running 120 s after {signal_name}")
     new = bench.leader(topic)
     if new == old:
         raise RuntimeError(f"{topic}: broker {old} still leads after {signal_name}")
