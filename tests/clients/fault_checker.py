@@ -261,6 +261,8 @@ def kafka_reader(report: Report, java, fc: FaultCluster, topic: str, leaders: di
 def check(fc: FaultCluster, workload: Workload, faults: FaultLog, topic: str, partitions: int,
           replication_factor: int, strata_bin: Path, java=None, log=print) -> Report:
     report = Report(faults.seed, replication_factor, faults.by_kind(), faults.skipped, faults.unhealed, False)
+    for anomaly in faults.anomalies:
+        report.problem(anomaly)
     fc.heal_all()
     try:
         fc.wait_led(topic, partitions, ISR_TIMEOUT_S)

@@ -62,8 +62,8 @@ def fetcher_node(client_id: str) -> int | None:
     return None
 
 KILL_LEADER, KILL_FOLLOWER, KILL_CONTROLLER = "kill_leader", "kill_follower", "kill_controller"
-PAUSE, CUT, ISOLATE, DISK_FULL = "pause", "cut", "isolate", "disk_full"
-ALL_KINDS = (KILL_LEADER, KILL_FOLLOWER, KILL_CONTROLLER, PAUSE, CUT, ISOLATE, DISK_FULL)
+PAUSE, CUT, ISOLATE, DISK_FULL, RESTART = "pause", "cut", "isolate", "disk_full", "restart"
+ALL_KINDS = (KILL_LEADER, KILL_FOLLOWER, KILL_CONTROLLER, PAUSE, CUT, ISOLATE, DISK_FULL, RESTART)
 
 
 def kinds_for(replication_factor: int, disk: bool) -> tuple[str, ...]:
@@ -481,6 +481,8 @@ class FaultLog:
     seed: int
     events: list[FaultEvent] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
+    # What a fault showed that is wrong in itself: a broker that did not exit 0 on SIGTERM.
+    anomalies: list[str] = field(default_factory=list)
 
     def by_kind(self) -> Counter:
         return Counter(e.kind for e in self.events)
@@ -578,6 +580,19 @@ class Faults:
         self.fc.cut(node, etcd=True)
         time.sleep(self.rng.uniform(1.0, 6.0))
         self.fc.uncut(node)
+
+    def _restart(self, node: int) -> str:
+        # A clean restart: SIGTERM is Kafka's controlled shutdown (leadership moves first).
+        b = self.fc.nodes[node].broker
+        start = time.monotonic()
+        code = stop_or_kill(b)
+        took = time.monotonic() - start
+        if code != 0:
+            what = "hung on SIGTERM and was killed" if code is None else f"exited {code} on SIGTERM"
+            self.faults.anomalies.append(f"broker {node} {what}")
+        time.sleep(self.rng.uniform(0.0, 1.0))
+        self.fc.restart(node)
+        return f"stopped in {took:.2f}s"
 
     def _disk_full(self, node: int) -> None:
         n = self.fc.nodes[node]

@@ -6,7 +6,8 @@ last one with its log dir on a loop-mounted ext4 that can be filled; a topic of 
 partitions with replication factor REPLICATION_FACTOR and min.insync.replicas 2 (1 without
 replicas); three idempotent acks=all producers (`faults.Workload`) while faults chosen at random
 (`faults.Faults`: SIGKILL of a leader, a follower, the controller; SIGSTOP/SIGCONT; a cut from
-clients and peers; a cut from etcd too; a full disk) hit the cluster one after the other. Then
+clients and peers; a cut from etcd too; a full disk; a clean restart, SIGTERM being Kafka's
+controlled shutdown) hit the cluster one after the other. Then
 `fault_checker.check` reads everything back and looks at every replica's files.
 
 The short schedule (>= 30 faults) runs by default; STRATA_FAULTS=long runs >= 300.
@@ -102,4 +103,5 @@ def test_acknowledged_records_survive_random_faults(fault_cluster, strata_bin, j
     assert report.isr_full and report.replica_mismatches == 0, report.problems
     assert report.verify_failures == 0 and report.kafka_reader_mismatches == 0, report.problems
     assert not report.unclean_exits, report.problems
+    assert not faults.anomalies, faults.anomalies
     assert report.unhealed == 0, f"{report.unhealed} faults not healed within the bound (seed {seed})"
