@@ -62,11 +62,12 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None,
+                 replication_factor: int = 1) -> None:
     """Creates a topic through CreateTopics and waits until Metadata shows its leaders."""
     client = admin(bootstrap)
     futures = client.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=config or {})],
         operation_timeout=ADMIN_TIMEOUT_S,
     )
     futures[name].result(timeout=ADMIN_TIMEOUT_S)

@@ -21,6 +21,8 @@ pub(crate) enum ApiError {
     InvalidPartitions { reason: &'static str },
     #[error("invalid replication factor: {reason}")]
     InvalidReplicationFactor { reason: &'static str },
+    #[error("{reason}")]
+    InvalidReplicationFactorOther { reason: String },
     #[error("invalid replica assignment: {reason}")]
     InvalidReplicaAssignment { reason: &'static str },
     #[error("invalid config: {0}")]
@@ -41,6 +43,14 @@ pub(crate) enum ApiError {
     FencedLeaderEpoch { requested: i32, current: i32 },
     #[error("in-sync replicas {isr} are fewer than min.insync.replicas {required}")]
     NotEnoughReplicas { isr: i32, required: i32 },
+    /// acks=all: the records were written, but the ISR fell below
+    /// `min.insync.replicas` before they were committed.
+    #[error("the records were written, but the in-sync replicas fell below min.insync.replicas {required}")]
+    NotEnoughReplicasAfterAppend { required: i32 },
+    /// acks=all: the in-sync replicas did not all take the records within
+    /// the request's timeout (they stay in the log and may yet commit).
+    #[error("the in-sync replicas did not take the records within {timeout_ms} ms")]
+    ReplicationTimedOut { timeout_ms: i32 },
     #[error("zstd-compressed batches need Produce v7+ / Fetch v10+")]
     UnsupportedCompression,
     #[error("incremental fetch session {session_id} not found")]

@@ -22,6 +22,7 @@ use crate::config::{BrokerConfig, Listener};
 use crate::dynamic_config::{DynamicBrokerConfig, DynamicConfigError};
 use crate::group::coordinator::{GroupCoordinator, GroupHost};
 use crate::offline::{OfflineReason, RefusedPartitions};
+use crate::replication::ReplicaManager;
 use crate::stats::Stats;
 use crate::topics::{TopicInfo, TopicStore};
 
@@ -58,6 +59,9 @@ pub(crate) struct Broker {
     /// membership; `None` is the single-node broker. Set before the broker
     /// is shared.
     pub cluster: Option<Arc<Cluster>>,
+    /// Cluster mode: this broker's replicas (leader and follower state,
+    /// fetchers). Set before the broker is shared.
+    pub replicas: Option<Arc<ReplicaManager>>,
 }
 
 /// A broker as Metadata and DescribeCluster list it.
@@ -111,6 +115,7 @@ impl Broker {
             dynamic,
             refused: RefusedPartitions::new(),
             cluster: None,
+            replicas: None,
         }
     }
 
@@ -295,7 +300,13 @@ impl GroupHost for Broker {
         Some((log, LeaderEpoch(self.leader_epoch(&info, partition))))
     }
 
-    fn appended(&self) {
+    fn appended(&self, log: &Log) {
+        match &self.replicas {
+            Some(replicas) => replicas.after_leader_append(log.topic_partition()),
+            None => {
+                log.update_high_watermark(log.log_end_offset());
+            }
+        }
         self.notify_appended();
     }
 

@@ -93,19 +93,21 @@ pub(crate) fn create_topic(
             reason: "number of partitions must be larger than 0",
         });
     }
-    if replication_factor != 1 {
+    if replication_factor < 1 {
         return Err(ApiError::InvalidReplicationFactor {
-            reason:
-                "replication factor must be 1: this Strata version keeps one replica per partition",
+            reason: "replication factor must be larger than 0",
         });
     }
     let config =
         LogConfig::with_overrides(&b.log_defaults(), &configs).map_err(ApiError::InvalidConfig)?;
     crate::tiered::validate_topic(b, &config, None)?;
     let s = latest(cluster);
-    if s.brokers.is_empty() {
-        return Err(ApiError::InvalidReplicationFactor {
-            reason: "replication factor larger than available brokers (0)",
+    if s.brokers.len() < replication_factor as usize {
+        return Err(ApiError::InvalidReplicationFactorOther {
+            reason: format!(
+                "Replication factor: {replication_factor} larger than available brokers: {}.",
+                s.brokers.len()
+            ),
         });
     }
     check_partition_limit(b, &s, partitions)?;

@@ -155,6 +155,8 @@ pub struct BrokerConfig {
     pub broker_session_timeout_ms: u64,
     /// `broker.heartbeat.interval.ms`: how often the lease is renewed.
     pub broker_heartbeat_interval_ms: u64,
+    /// The follower and ISR settings (`replica.*`, `num.replica.fetchers`).
+    pub replication: ReplicationSettings,
     /// Topic-level defaults from the `log.*` and related broker properties
     /// (`message.max.bytes`, `log.segment.delete.delay.ms`,
     /// `strata.durable.append`, ... live here, parsed once).
@@ -492,6 +494,78 @@ static TABLE: &[Def] = &[
         |c| c.broker_heartbeat_interval_ms.to_string(),
     ),
     Def::new(
+        "replica.lag.time.max.ms",
+        ConfigType::Long,
+        "30000",
+        Validator::AtLeast(1),
+        "A follower that has not caught up with the leader's log end for this long leaves the ISR.",
+        |c, v| c.replication.lag_time_max_ms = v.long(),
+        |c| c.replication.lag_time_max_ms.to_string(),
+    ),
+    Def::new(
+        "replica.fetch.wait.max.ms",
+        ConfigType::Int,
+        "500",
+        Validator::AtLeast(0),
+        "How long a follower's Fetch waits at the leader for new records.",
+        |c, v| c.replication.fetch_wait_max_ms = v.int(),
+        |c| c.replication.fetch_wait_max_ms.to_string(),
+    ),
+    Def::new(
+        "replica.fetch.min.bytes",
+        ConfigType::Int,
+        "1",
+        Validator::AtLeast(1),
+        "The bytes a follower's Fetch waits for.",
+        |c, v| c.replication.fetch_min_bytes = v.int(),
+        |c| c.replication.fetch_min_bytes.to_string(),
+    ),
+    Def::new(
+        "replica.fetch.max.bytes",
+        ConfigType::Int,
+        "1048576",
+        Validator::AtLeast(0),
+        "The bytes a follower asks for per partition (at least one batch is always returned).",
+        |c, v| c.replication.fetch_max_bytes = v.int(),
+        |c| c.replication.fetch_max_bytes.to_string(),
+    ),
+    Def::new(
+        "replica.fetch.response.max.bytes",
+        ConfigType::Int,
+        "10485760",
+        Validator::AtLeast(0),
+        "The bytes a follower asks for per Fetch response.",
+        |c, v| c.replication.fetch_response_max_bytes = v.int(),
+        |c| c.replication.fetch_response_max_bytes.to_string(),
+    ),
+    Def::new(
+        "replica.fetch.backoff.ms",
+        ConfigType::Int,
+        "1000",
+        Validator::AtLeast(0),
+        "How long a follower waits after a fetch error before it retries a partition.",
+        |c, v| c.replication.fetch_backoff_ms = v.int(),
+        |c| c.replication.fetch_backoff_ms.to_string(),
+    ),
+    Def::new(
+        "replica.socket.timeout.ms",
+        ConfigType::Int,
+        "30000",
+        Validator::AtLeast(1),
+        "How long a follower waits for a Fetch response beyond replica.fetch.wait.max.ms.",
+        |c, v| c.replication.socket_timeout_ms = v.int(),
+        |c| c.replication.socket_timeout_ms.to_string(),
+    ),
+    Def::new(
+        "num.replica.fetchers",
+        ConfigType::Int,
+        "1",
+        Validator::AtLeast(1),
+        "Fetcher tasks per leader broker; partitions are spread over them by hash.",
+        |c, v| c.replication.num_fetchers = v.int(),
+        |c| c.replication.num_fetchers.to_string(),
+    ),
+    Def::new(
         "cluster.id",
         ConfigType::String,
         "",
@@ -578,6 +652,7 @@ impl BrokerConfig {
             etcd_prefix: String::new(),
             broker_session_timeout_ms: 0,
             broker_heartbeat_interval_ms: 0,
+            replication: ReplicationSettings::default(),
             cleaner: CleanerConfig::from_properties(
                 &props,
                 usize::try_from(log_config.max_message_bytes).unwrap_or(0),
@@ -622,6 +697,28 @@ impl BrokerConfig {
             }
             .into());
         }
+        if i64::from(c.replication.fetch_wait_max_ms) >= c.replication.lag_time_max_ms {
+            return Err(strata_log::ConfigError::InvalidValue {
+                name: "replica.fetch.wait.max.ms",
+                value: c.replication.fetch_wait_max_ms.to_string(),
+                rule: format!(
+                    "must be less than replica.lag.time.max.ms ({}), or followers leave the ISR while they wait",
+                    c.replication.lag_time_max_ms
+                ),
+            }
+            .into());
+        }
+        if c.replication.socket_timeout_ms < c.replication.fetch_wait_max_ms {
+            return Err(strata_log::ConfigError::InvalidValue {
+                name: "replica.socket.timeout.ms",
+                value: c.replication.socket_timeout_ms.to_string(),
+                rule: format!(
+                    "must be at least replica.fetch.wait.max.ms ({})",
+                    c.replication.fetch_wait_max_ms
+                ),
+            }
+            .into());
+        }
         c.connection_limits = ConnectionLimits::parse(&c.given, &props)?;
         c.tiered = TieredConfig::from_broker_properties(&props, &c.log_dirs[0])?;
         for name in props.keys() {
@@ -644,6 +741,27 @@ impl BrokerConfig {
         out.extend(self.tiered.resolved());
         out
     }
+}
+
+/// The follower and ISR settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplicationSettings {
+    /// `replica.lag.time.max.ms`.
+    pub lag_time_max_ms: i64,
+    /// `replica.fetch.wait.max.ms`.
+    pub fetch_wait_max_ms: i32,
+    /// `replica.fetch.min.bytes`.
+    pub fetch_min_bytes: i32,
+    /// `replica.fetch.max.bytes`.
+    pub fetch_max_bytes: i32,
+    /// `replica.fetch.response.max.bytes`.
+    pub fetch_response_max_bytes: i32,
+    /// `replica.fetch.backoff.ms`.
+    pub fetch_backoff_ms: i32,
+    /// `replica.socket.timeout.ms`.
+    pub socket_timeout_ms: i32,
+    /// `num.replica.fetchers`.
+    pub num_fetchers: i32,
 }
 
 /// Whether property `name` is a Kafka or Strata broker property, and a

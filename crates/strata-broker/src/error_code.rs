@@ -45,7 +45,8 @@ impl ApiError {
             ApiError::UnknownTopicId => R::UnknownTopicId,
             ApiError::InvalidTopic { .. } => R::InvalidTopicException,
             ApiError::InvalidPartitions { .. } => R::InvalidPartitions,
-            ApiError::InvalidReplicationFactor { .. } => R::InvalidReplicationFactor,
+            ApiError::InvalidReplicationFactor { .. }
+            | ApiError::InvalidReplicationFactorOther { .. } => R::InvalidReplicationFactor,
             ApiError::InvalidReplicaAssignment { .. } => R::InvalidReplicaAssignment,
             ApiError::InvalidConfig(_) | ApiError::InvalidConfigOther { .. } => R::InvalidConfig,
             ApiError::TopicAlreadyExists => R::TopicAlreadyExists,
@@ -55,6 +56,8 @@ impl ApiError {
             ApiError::UnknownLeaderEpoch { .. } => R::UnknownLeaderEpoch,
             ApiError::FencedLeaderEpoch { .. } => R::FencedLeaderEpoch,
             ApiError::NotEnoughReplicas { .. } => R::NotEnoughReplicas,
+            ApiError::NotEnoughReplicasAfterAppend { .. } => R::NotEnoughReplicasAfterAppend,
+            ApiError::ReplicationTimedOut { .. } => R::RequestTimedOut,
             ApiError::UnsupportedCompression => R::UnsupportedCompressionType,
             ApiError::FetchSessionIdNotFound { .. } => R::FetchSessionIdNotFound,
             ApiError::PartitionOffline { .. } => R::KafkaStorageError,

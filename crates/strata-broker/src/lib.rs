@@ -62,6 +62,7 @@ mod partition_sync;
 mod placement;
 mod protocol_log;
 mod reconcile;
+mod replication;
 mod response;
 mod server;
 mod stats;

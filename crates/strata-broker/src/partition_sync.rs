@@ -5,8 +5,9 @@
 //!   dynamic broker configs (cluster default and this broker's) take
 //!   etcd's levels, pushing new log defaults to every live log.
 //! - A partition whose replicas include this broker gets its log (created
-//!   with its topic id) and its topic's effective config; the only replica
-//!   commits what it holds, so its high watermark is its log end.
+//!   with its topic id) and its topic's effective config, and the replica
+//!   takes the partition's new state (`replication`: lead, or follow the
+//!   leader).
 //! - A partition this broker leads in `__consumer_offsets` is loaded into
 //!   the group coordinator; one it stops leading is unloaded.
 //! - A local partition is deleted only when etcd says so: its topic id has
@@ -15,7 +16,7 @@
 //!   etcd knows nothing about is kept, with a WARN (Kafka's stray-partition
 //!   rule: never delete on a guess).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use strata_log::TopicPartition;
@@ -82,8 +83,9 @@ pub(crate) fn apply(b: &Broker, old: &Snapshot, new: &Snapshot) -> BTreeSet<i32>
     }
     let defaults = b.log_defaults();
     let mut led_offsets = BTreeSet::new();
-    for ((topic, p), state) in &new.partitions {
-        let state = &state.value;
+    let mut held = HashSet::new();
+    for ((topic, p), versioned) in &new.partitions {
+        let state = &versioned.value;
         if !state.replicas.contains(&me) {
             continue;
         }
@@ -105,18 +107,16 @@ pub(crate) fn apply(b: &Broker, old: &Snapshot, new: &Snapshot) -> BTreeSet<i32>
         if log.config() != config {
             log.update_config(config);
         }
-        if state.leader == me {
-            log.update_high_watermark(log.log_end_offset());
-            if topic == OFFSETS_TOPIC {
-                led_offsets.insert(*p);
-            }
-            let was = old
-                .partition(topic, *p)
-                .map(|s| (s.value.leader, s.value.leader_epoch));
-            if was != Some((me, state.leader_epoch)) {
-                tracing::info!(%tp, leader_epoch = state.leader_epoch, "leading partition");
-            }
+        if let Some(replicas) = &b.replicas {
+            replicas.apply(&tp, &log, state, versioned.mod_revision);
         }
+        held.insert(tp);
+        if state.leader == me && topic == OFFSETS_TOPIC {
+            led_offsets.insert(*p);
+        }
+    }
+    if let Some(replicas) = &b.replicas {
+        replicas.retain(&held);
     }
     remove_strays(b, new, old.revision == 0);
     led_offsets

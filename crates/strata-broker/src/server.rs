@@ -26,6 +26,7 @@ use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::BrokerError;
 use crate::partition_sync;
 use crate::reconcile;
+use crate::replication::ReplicaManager;
 use crate::stats::BrokerStats;
 use crate::stats::Stats;
 use crate::topics::TopicStore;
@@ -219,6 +220,7 @@ async fn start_clustered(
         node_id: config.node_id,
         session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
         heartbeat: Duration::from_millis(config.broker_heartbeat_interval_ms),
+        unclean_leader_election: config.log_config.unclean_leader_election_enable,
     };
     let record = BrokerRecord {
         id: config.node_id,
@@ -256,8 +258,15 @@ async fn start_clustered(
         dynamic,
     );
     broker.cluster = Some(cluster.clone());
+    let replicas = ReplicaManager::new(
+        cluster.clone(),
+        broker.config.replication.clone(),
+        clock.clone(),
+    );
+    broker.replicas = Some(replicas.clone());
     broker.groups.own_nothing();
     let broker = Arc::new(broker);
+    replicas.start(&broker, shutdown_rx.clone());
     let first = cluster.subscribe().borrow().clone();
     let empty = Arc::new(crate::cluster::Snapshot::default());
     let applied = first.clone();
@@ -405,6 +414,9 @@ fn open_logs(
         flush_start_offset_checkpoint_interval_ms: config
             .log_flush_start_offset_checkpoint_interval_ms,
         file_delete_delay_ms: defaults.file_delete_delay_ms,
+        // Not a broker config key yet (replication wires it).
+        replica_high_watermark_checkpoint_interval_ms:
+            strata_log::DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
         fs,
     };
     let provider_store = store.clone();

@@ -50,10 +50,13 @@
 //! - `clock`: injected wall and monotonic time ([`MockClock`] for tests).
 //! - `error`: [`LogError`], the error of every log and manager operation.
 //! - `segment`: one `.log` with its lazy indexes (Kafka `LogSegment`, [`Segment`]).
-//! - `log`: one partition: append, read, roll, flush, truncate ([`Log`]).
+//! - `log`: one partition: append, read, roll, flush, truncate, and the
+//!   replication steps (an epoch at the log end on becoming leader, full
+//!   truncation for a follower behind the leader's log start) ([`Log`]).
 //! - `loader`: opening a partition directory and recovery (Kafka `LogLoader`, [`LoadParams`]).
-//! - `manager`: log directories, partitions, checkpoints, the retention
-//!   schedule, shutdown ([`LogManager`]).
+//! - `manager`: log directories, partitions, checkpoints (recovery point, log
+//!   start, and high watermark in `replication-offset-checkpoint`), the
+//!   retention schedule, shutdown ([`LogManager`]).
 //! - `producer_state`: idempotent/transactional producer state and `.snapshot`
 //!   files ([`ProducerStateManager`]).
 
@@ -92,7 +95,8 @@ pub use log::{
 };
 pub use manager::{
     LoadFilter, LogDirInfo, LogManager, LogManagerConfig, RetentionRound, RetentionSchedule,
-    TopicConfigProvider, DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+    TopicConfigProvider, DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+    DEFAULT_RETENTION_CHECK_INTERVAL_MS,
 };
 pub use metadata::{uuid_to_kafka_string, MetaProperties, MetadataError, PartitionMetadata};
 pub use producer_state::{

@@ -32,6 +32,9 @@ struct Job {
 pub(crate) async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let broker = &ctx.broker;
     let read_committed = req.isolation_level == 1;
+    // A follower (cluster mode) asks for the leader's log end, not the
+    // high watermark.
+    let from_replica = req.replica_id.0 >= 0 && broker.replicas.is_some();
     let mut resp = ListOffsetsResponse::default();
     let mut jobs = Vec::new();
     for (topic_idx, t) in req.topics.into_iter().enumerate() {
@@ -70,8 +73,9 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> Lis
             .blocking(move |b| {
                 jobs.into_iter()
                     .map(|j| {
-                        let r = crate::tiered::list_offset(b, &j.log, j.timestamp)
-                            .unwrap_or_else(|| lookup(&j.log, j.timestamp, read_committed));
+                        let r = crate::tiered::list_offset(b, &j.log, j.timestamp).unwrap_or_else(
+                            || lookup(&j.log, j.timestamp, read_committed, from_replica),
+                        );
                         (j.topic_idx, j.slot, r)
                     })
                     .collect::<Vec<_>>()
@@ -123,7 +127,12 @@ pub(crate) fn check_epoch(current: i32, requested: i32) -> Result<(), ApiError> 
 }
 
 /// (timestamp, offset, leader epoch) for one partition (blocking).
-fn lookup(log: &Log, timestamp: i64, read_committed: bool) -> Result<(i64, i64, i32), ApiError> {
+fn lookup(
+    log: &Log,
+    timestamp: i64,
+    read_committed: bool,
+    from_replica: bool,
+) -> Result<(i64, i64, i32), ApiError> {
     let epoch_of = |_offset: i64| log.latest_epoch().map(|e| e.0).unwrap_or(-1);
     match timestamp {
         EARLIEST | EARLIEST_LOCAL => {
@@ -131,7 +140,9 @@ fn lookup(log: &Log, timestamp: i64, read_committed: bool) -> Result<(i64, i64, 
             Ok((-1, o, epoch_of(o)))
         }
         LATEST => {
-            let o = if read_committed {
+            let o = if from_replica {
+                log.log_end_offset().0
+            } else if read_committed {
                 log.last_stable_offset().0
             } else {
                 log.high_watermark().0

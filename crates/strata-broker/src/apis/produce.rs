@@ -6,8 +6,18 @@
 //! blocking task, in request order. Single broker: after an append the high
 //! watermark moves to the log end offset; with durable appends the data is
 //! fsynced (group commit in the log) before the answer.
+//!
+//! Cluster mode: the high watermark is what the ISR holds (`replication`).
+//! acks=all is admitted only while the committed ISR reaches the effective
+//! `min.insync.replicas` (NOT_ENOUGH_REPLICAS, nothing appended); after the
+//! append the request waits — Kafka's delayed-produce purgatory — until
+//! each partition's high watermark covers its records (NOT_ENOUGH_REPLICAS_
+//! AFTER_APPEND if the ISR shrank below the minimum meanwhile), this broker
+//! stops leading it (NOT_LEADER_OR_FOLLOWER), or the request's `timeout_ms`
+//! passes (REQUEST_TIMED_OUT; the records stay and may still commit).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
@@ -20,6 +30,7 @@ use super::RequestContext;
 use crate::api_error::ApiError;
 use crate::broker::Broker;
 use crate::error_code::NONE;
+use crate::replication::Partition;
 use crate::stats::Stats;
 
 /// Attribute bits 0-2 value of zstd.
@@ -43,11 +54,14 @@ struct Job {
     epoch: i32,
     records: Bytes,
     durable: bool,
+    /// Cluster mode: the replica (high watermark, ISR).
+    replica: Option<Arc<Partition>>,
 }
 
 pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> ProduceOutcome {
     let broker = &ctx.broker;
     let acks = req.acks;
+    let timeout_ms = req.timeout_ms;
     let mut response = ProduceResponse::default();
     let mut jobs = Vec::new();
     for (topic_idx, topic) in req.topic_data.into_iter().enumerate() {
@@ -61,7 +75,12 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
                 Err(e) => out
                     .partition_responses
                     .push(error_partition(ctx, pd.index, &e)),
-                Ok((log, epoch, durable)) => {
+                Ok(Target {
+                    log,
+                    epoch,
+                    durable,
+                    replica,
+                }) => {
                     jobs.push(Job {
                         topic_idx,
                         slot: out.partition_responses.len(),
@@ -70,6 +89,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
                         epoch,
                         records: pd.records.unwrap_or_default(),
                         durable,
+                        replica,
                     });
                     out.partition_responses
                         .push(PartitionProduceResponse::default());
@@ -79,14 +99,17 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         response.responses.push(out);
     }
     if !jobs.is_empty() {
-        let results = broker.blocking(move |b| append_all(b, jobs, acks)).await;
-        for (topic_idx, slot, partition, result) in results {
+        let mut results = broker.blocking(move |b| append_all(b, jobs, acks)).await;
+        broker.notify_appended();
+        if acks == -1 {
+            wait_for_isr(ctx, &mut results, timeout_ms).await;
+        }
+        for (topic_idx, slot, partition, result, _) in results {
             response.responses[topic_idx].partition_responses[slot] = match result {
                 Ok(info) => ok_partition(partition, &info),
                 Err(e) => error_partition(ctx, partition, &e),
             };
         }
-        broker.notify_appended();
     }
     let any_error = response
         .responses
@@ -100,6 +123,14 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
     }
 }
 
+/// Where a partition's records go, once the checks passed.
+struct Target {
+    log: Arc<Log>,
+    epoch: i32,
+    durable: bool,
+    replica: Option<Arc<Partition>>,
+}
+
 /// Checks done before touching the log.
 fn precheck(
     ctx: &RequestContext,
@@ -107,7 +138,7 @@ fn precheck(
     info: Option<&crate::topics::TopicInfo>,
     partition: i32,
     records: Option<&Bytes>,
-) -> Result<(Arc<Log>, i32, bool), ApiError> {
+) -> Result<Target, ApiError> {
     let broker = &ctx.broker;
     if !matches!(acks, -1..=1) {
         return Err(ApiError::InvalidRequiredAcks { acks });
@@ -121,27 +152,48 @@ fn precheck(
     }
     let log = broker.partition_log(info, partition)?;
     let config = log.config();
-    if acks == -1 && config.min_insync_replicas > 1 {
-        return Err(ApiError::NotEnoughReplicas {
-            isr: 1,
-            required: config.min_insync_replicas,
-        });
-    }
+    let replica = match &broker.replicas {
+        Some(replicas) => {
+            let tp = strata_log::TopicPartition::new(info.name.clone(), partition);
+            let replica = replicas
+                .get(&tp)
+                .filter(|r| Arc::ptr_eq(&r.log, &log))
+                .ok_or(ApiError::NotLeaderOrFollower)?;
+            if acks == -1 {
+                replica.check_enough_replicas()?;
+            }
+            Some(replica)
+        }
+        None => {
+            if acks == -1 && config.min_insync_replicas > 1 {
+                return Err(ApiError::NotEnoughReplicas {
+                    isr: 1,
+                    required: config.min_insync_replicas,
+                });
+            }
+            None
+        }
+    };
     if let Some(r) = records {
         if ctx.version < 7 && r.len() > 22 && r[22] & 0x07 == ZSTD_CODEC {
             return Err(ApiError::UnsupportedCompression);
         }
     }
     let durable = config.durable_append;
-    Ok((log, broker.leader_epoch(info, partition), durable))
+    let epoch = match &replica {
+        Some(r) => r.leader_epoch(),
+        None => broker.leader_epoch(info, partition),
+    };
+    Ok(Target {
+        log,
+        epoch,
+        durable,
+        replica,
+    })
 }
 
 /// Append every job in order (blocking).
-fn append_all(
-    broker: &Broker,
-    jobs: Vec<Job>,
-    acks: i16,
-) -> Vec<(usize, usize, i32, Result<LogAppendInfo, ApiError>)> {
+fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
         let mut buf = BytesMut::from(&job.records[..]);
@@ -149,7 +201,12 @@ fn append_all(
             .log
             .append_as_leader(&mut buf, LeaderEpoch(job.epoch))
             .and_then(|info| {
-                job.log.update_high_watermark(job.log.log_end_offset());
+                match (&broker.replicas, &job.replica) {
+                    (Some(replicas), Some(r)) => replicas.after_leader_append(&r.tp),
+                    _ => {
+                        job.log.update_high_watermark(job.log.log_end_offset());
+                    }
+                }
                 if job.durable && acks != 0 {
                     job.log.flush_up_to(info.last_offset.plus(1))?;
                 }
@@ -164,9 +221,64 @@ fn append_all(
         } else if let Err(e) = &result {
             tracing::debug!(partition = job.partition, error = %strata_log::ErrorChain(&e), "produce rejected");
         }
-        out.push((job.topic_idx, job.slot, job.partition, result));
+        let waiting = job.replica.map(|r| (r, job.epoch));
+        out.push((job.topic_idx, job.slot, job.partition, result, waiting));
     }
     out
+}
+
+/// One appended partition: where its answer goes, the append's result and,
+/// in cluster mode, the replica and the epoch it was appended in.
+type Appended = (
+    usize,
+    usize,
+    i32,
+    Result<LogAppendInfo, ApiError>,
+    Option<(Arc<Partition>, i32)>,
+);
+
+/// acks=all in cluster mode: wait until the ISR holds every appended
+/// partition's records (see the module doc).
+async fn wait_for_isr(ctx: &RequestContext, results: &mut [Appended], timeout_ms: i32) {
+    let Some(replicas) = &ctx.broker.replicas else {
+        return;
+    };
+    let mut changes = replicas.subscribe();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
+    let mut shutdown = ctx.broker.shutdown.clone();
+    loop {
+        changes.borrow_and_update();
+        let mut pending = false;
+        for (.., result, waiting) in results.iter_mut() {
+            let (Ok(info), Some((replica, epoch))) = (&*result, &*waiting) else {
+                continue;
+            };
+            match replica.produce_outcome(info.last_offset.0 + 1, *epoch) {
+                None => pending = true,
+                Some(Ok(())) => *waiting = None,
+                Some(Err(e)) => {
+                    *result = Err(e);
+                    *waiting = None;
+                }
+            }
+        }
+        if !pending {
+            return;
+        }
+        let timed_out = tokio::select! {
+            r = changes.changed() => r.is_err(),
+            _ = tokio::time::sleep_until(deadline) => true,
+            _ = shutdown.changed() => true,
+        };
+        if timed_out {
+            for (.., result, waiting) in results.iter_mut() {
+                if result.is_ok() && waiting.take().is_some() {
+                    *result = Err(ApiError::ReplicationTimedOut { timeout_ms });
+                }
+            }
+            return;
+        }
+    }
 }
 
 fn ok_partition(partition: i32, info: &LogAppendInfo) -> PartitionProduceResponse {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::layout::{self, TopicRecord};
+use super::layout::{self, PartitionRecord, TopicRecord};
 use super::store::{Cond, Op};
 use super::{Cluster, ClusterError};
 
@@ -96,6 +96,33 @@ impl Cluster {
             Op::Put(key.clone(), json(configs))
         };
         self.write(&[Cond::ModRevision(key, expected)], &[op]).await
+    }
+
+    /// A leader's change of its partition's ISR (Kafka's AlterPartition):
+    /// replace `partitions/<topic>/<p>` read at `expected`, only while each
+    /// broker in `joining` is registered with the broker epoch it fetched
+    /// with (KIP-903: a restarted broker must earn its place again).
+    /// Returns the new revision (the partition epoch), `None` when a
+    /// condition failed.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn alter_partition(
+        &self,
+        topic: &str,
+        partition: i32,
+        expected: i64,
+        record: &PartitionRecord,
+        joining: &[(i32, i64)],
+    ) -> Result<Option<i64>, ClusterError> {
+        let key = layout::partition_key(topic, partition);
+        let mut when = vec![Cond::ModRevision(key.clone(), expected)];
+        for &(id, epoch) in joining {
+            when.push(Cond::CreateRevision(layout::broker_key(id), epoch));
+        }
+        let r = self.store.txn(&when, &[Op::Put(key, json(record))]).await;
+        self.note(&r);
+        r
     }
 
     /// Reserve `count` producer ids cluster-wide; returns the first. The

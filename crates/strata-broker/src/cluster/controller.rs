@@ -68,7 +68,7 @@ async fn step(cluster: &Cluster, s: &Snapshot) -> Result<(), ClusterError> {
             Ok(())
         }
         Some(c) if c.record.id == me && c.create_revision == term => {
-            for d in policy::plan(s, None) {
+            for d in policy::plan(s, None, cluster.settings.unclean_leader_election) {
                 match apply(cluster, term, &d).await {
                     Ok(true) => tracing::info!(decision = ?d, "controller applied"),
                     Ok(false) => {

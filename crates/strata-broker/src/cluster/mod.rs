@@ -87,6 +87,9 @@ pub(crate) struct ClusterSettings {
     pub node_id: i32,
     pub session_timeout: Duration,
     pub heartbeat: Duration,
+    /// `unclean.leader.election.enable` of this broker (the controller's
+    /// default when neither the topic nor the cluster's configs set it).
+    pub unclean_leader_election: bool,
 }
 
 /// This broker's membership of the cluster.

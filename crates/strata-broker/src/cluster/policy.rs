@@ -31,8 +31,14 @@ pub(crate) enum Decision {
 }
 
 /// Everything the controller should change in `s` now. `fixed_start`
-/// replaces placement's random start (tests).
-pub(crate) fn plan(s: &Snapshot, fixed_start: Option<usize>) -> Vec<Decision> {
+/// replaces placement's random start (tests); `unclean_default` is
+/// `unclean.leader.election.enable` where neither the topic nor the
+/// cluster's dynamic configs set it.
+pub(crate) fn plan(
+    s: &Snapshot,
+    fixed_start: Option<usize>,
+    unclean_default: bool,
+) -> Vec<Decision> {
     let mut out = Vec::new();
     let live: Vec<BrokerMetadata> = s
         .brokers
@@ -114,12 +120,15 @@ pub(crate) fn plan(s: &Snapshot, fixed_start: Option<usize>) -> Vec<Decision> {
             });
             continue;
         }
-        let wanted = elect_leader(s, current);
-        if wanted != current.leader {
-            let mut record = current.clone();
-            record.leader = wanted;
-            record.leader_epoch += 1;
-            record.partition_epoch += 1;
+        let unclean = unclean_allowed(s, name, unclean_default);
+        let record = next_state(s, current, unclean);
+        if record != *current {
+            if record.leader != current.leader
+                && record.leader >= 0
+                && !current.isr.contains(&record.leader)
+            {
+                tracing::warn!(topic = %name, partition = *p, leader = record.leader, isr = ?current.isr, "UNCLEAN leader election: records the old ISR held may be lost");
+            }
             out.push(Decision::Update {
                 topic: name.clone(),
                 partition: *p,
@@ -131,18 +140,70 @@ pub(crate) fn plan(s: &Snapshot, fixed_start: Option<usize>) -> Vec<Decision> {
     out
 }
 
-/// Kafka's offline-partition election: keep a live leader; otherwise the
-/// first replica, in replica order, that is live and in the ISR; otherwise
-/// none (no unclean election).
-pub(crate) fn elect_leader(s: &Snapshot, p: &PartitionRecord) -> i32 {
-    if p.leader >= 0 && s.is_live(p.leader) {
-        return p.leader;
+/// `unclean.leader.election.enable` for `topic`: its override, else the
+/// cluster-wide dynamic value, else `default` (this broker's static one).
+fn unclean_allowed(s: &Snapshot, topic: &str, default: bool) -> bool {
+    const NAME: &str = "unclean.leader.election.enable";
+    let topic_value = s
+        .topics
+        .get(topic)
+        .and_then(|t| t.value.configs.get(NAME).cloned());
+    topic_value
+        .or_else(|| s.broker_configs("").get(NAME).cloned())
+        .map_or(default, |v| v.eq_ignore_ascii_case("true"))
+}
+
+/// What the controller makes of a partition's state (Kafka's ZK-style
+/// controller, `replication.md` §4.6, §6.1):
+///
+/// - brokers that are gone (lease expired) leave the ISR, except the last
+///   member, which stays (with no leader) so it can lead again cleanly
+///   when it returns;
+/// - a live leader in the ISR stays; otherwise the first replica, in
+///   replica order, that is live and in the ISR leads; otherwise, only if
+///   `unclean` allows it, the first live replica, with an ISR of itself;
+///   otherwise nobody (-1);
+/// - a new leader bumps the leader epoch; any change bumps the partition
+///   epoch.
+pub(crate) fn next_state(s: &Snapshot, p: &PartitionRecord, unclean: bool) -> PartitionRecord {
+    let mut isr: Vec<i32> = p.isr.iter().copied().filter(|r| s.is_live(*r)).collect();
+    if isr.is_empty() && !p.isr.is_empty() {
+        // Keep the member most likely to hold everything: the last leader.
+        let keep = if p.isr.contains(&p.leader) {
+            p.leader
+        } else {
+            p.isr[0]
+        };
+        isr = vec![keep];
     }
-    p.replicas
+    let leader = if p.leader >= 0 && s.is_live(p.leader) && isr.contains(&p.leader) {
+        p.leader
+    } else if let Some(r) = p
+        .replicas
         .iter()
         .copied()
-        .find(|r| s.is_live(*r) && p.isr.contains(r))
-        .unwrap_or(-1)
+        .find(|r| s.is_live(*r) && isr.contains(r))
+    {
+        r
+    } else if let Some(r) = unclean
+        .then(|| p.replicas.iter().copied().find(|r| s.is_live(*r)))
+        .flatten()
+    {
+        isr = vec![r];
+        r
+    } else {
+        -1
+    };
+    let mut next = p.clone();
+    next.isr = isr;
+    next.leader = leader;
+    if leader != p.leader {
+        next.leader_epoch += 1;
+    }
+    if next != *p {
+        next.partition_epoch += 1;
+    }
+    next
 }
 
 #[cfg(test)]
@@ -232,7 +293,7 @@ mod tests {
     fn new_topic_spreads_leaders_over_every_live_broker() {
         let mut s = snapshot(&[(1, None), (2, None), (3, None)]);
         add_topic(&mut s, "t", 6, 1);
-        let d = plan(&s, None);
+        let d = plan(&s, None, false);
         assert_eq!(d.len(), 1);
         apply(&mut s, &d);
         let mut per_broker = BTreeMap::new();
@@ -246,7 +307,10 @@ mod tests {
             per_broker.values().copied().collect::<Vec<_>>(),
             vec![2, 2, 2]
         );
-        assert!(plan(&s, None).is_empty(), "a settled cluster needs nothing");
+        assert!(
+            plan(&s, None, false).is_empty(),
+            "a settled cluster needs nothing"
+        );
     }
 
     #[test]
@@ -260,7 +324,7 @@ mod tests {
             (6, Some("c")),
         ]);
         add_topic(&mut s, "t", 12, 3);
-        let d = plan(&s, None);
+        let d = plan(&s, None, false);
         apply(&mut s, &d);
         let mut leaders = BTreeMap::new();
         for p in 0..12 {
@@ -281,13 +345,13 @@ mod tests {
     fn dead_leader_loses_leadership_and_gets_it_back_with_a_new_epoch() {
         let mut s = snapshot(&[(1, None), (2, None)]);
         add_topic(&mut s, "t", 2, 1);
-        let d = plan(&s, Some(0));
+        let d = plan(&s, Some(0), false);
         apply(&mut s, &d);
         let led_by_1 = (0..2)
             .find(|p| s.partition("t", *p).unwrap().value.leader == 1)
             .unwrap();
         s.brokers.remove(&1);
-        let d = plan(&s, None);
+        let d = plan(&s, None, false);
         assert_eq!(d.len(), 1);
         apply(&mut s, &d);
         let st = &s.partition("t", led_by_1).unwrap().value;
@@ -298,7 +362,7 @@ mod tests {
             back.partitions = s.partitions.clone();
             back
         };
-        let d = plan(&s, None);
+        let d = plan(&s, None, false);
         apply(&mut s, &d);
         let st = &s.partition("t", led_by_1).unwrap().value;
         assert_eq!((st.leader, st.leader_epoch), (1, 2));
@@ -308,16 +372,16 @@ mod tests {
     fn states_of_deleted_or_recreated_topics_are_removed() {
         let mut s = snapshot(&[(1, None)]);
         add_topic(&mut s, "t", 1, 1);
-        let d = plan(&s, None);
+        let d = plan(&s, None, false);
         apply(&mut s, &d);
         add_topic(&mut s, "t", 1, 1); // recreated: new id
-        let d = plan(&s, None);
+        let d = plan(&s, None, false);
         assert!(
             matches!(d.as_slice(), [Decision::Remove { partition: 0, .. }]),
             "{d:?}"
         );
         apply(&mut s, &d);
-        let d = plan(&s, None);
+        let d = plan(&s, None, false);
         apply(&mut s, &d);
         assert_eq!(
             s.partition("t", 0).unwrap().value.topic_id,
@@ -325,15 +389,85 @@ mod tests {
         );
         s.topics.clear();
         assert!(matches!(
-            plan(&s, None).as_slice(),
+            plan(&s, None, false).as_slice(),
             [Decision::Remove { .. }]
         ));
+    }
+
+    fn state(replicas: &[i32], isr: &[i32], leader: i32) -> PartitionRecord {
+        PartitionRecord {
+            topic_id: Uuid::from_u128(1),
+            replicas: replicas.to_vec(),
+            isr: isr.to_vec(),
+            leader,
+            leader_epoch: 4,
+            partition_epoch: 9,
+        }
+    }
+
+    #[test]
+    fn a_dead_follower_leaves_the_isr_without_a_leader_change() {
+        let s = snapshot(&[(1, None), (3, None)]);
+        let next = next_state(&s, &state(&[1, 2, 3], &[1, 2, 3], 1), false);
+        assert_eq!((next.isr.clone(), next.leader), (vec![1, 3], 1));
+        assert_eq!((next.leader_epoch, next.partition_epoch), (4, 10));
+        let same = next_state(&s, &next, false);
+        assert_eq!(same, next, "nothing left to change");
+    }
+
+    #[test]
+    fn a_dead_leader_is_replaced_by_the_first_live_isr_member() {
+        let s = snapshot(&[(2, None), (3, None)]);
+        let next = next_state(&s, &state(&[1, 2, 3], &[1, 3], 1), false);
+        assert_eq!((next.isr.clone(), next.leader), (vec![3], 3));
+        assert_eq!((next.leader_epoch, next.partition_epoch), (5, 10));
+    }
+
+    #[test]
+    fn the_last_isr_member_stays_and_only_an_unclean_election_passes_it_over() {
+        let s = snapshot(&[(2, None)]);
+        let next = next_state(&s, &state(&[1, 2], &[1], 1), false);
+        assert_eq!((next.isr.clone(), next.leader), (vec![1], -1));
+        assert_eq!(next.leader_epoch, 5);
+        let unclean = next_state(&s, &next, true);
+        assert_eq!((unclean.isr.clone(), unclean.leader), (vec![2], 2));
+        assert_eq!(unclean.leader_epoch, 6);
+        // The clean choice comes back when the old leader does.
+        let back = snapshot(&[(1, None), (2, None)]);
+        let clean = next_state(&back, &next, false);
+        assert_eq!((clean.isr.clone(), clean.leader), (vec![1], 1));
+    }
+
+    #[test]
+    fn unclean_election_follows_topic_then_cluster_then_broker_config() {
+        let mut s = snapshot(&[(1, None)]);
+        add_topic(&mut s, "t", 1, 1);
+        assert!(!unclean_allowed(&s, "t", false));
+        assert!(unclean_allowed(&s, "t", true));
+        s.broker_configs.insert(
+            String::new(),
+            Versioned {
+                value: BTreeMap::from([(
+                    "unclean.leader.election.enable".to_string(),
+                    "true".to_string(),
+                )]),
+                mod_revision: 1,
+            },
+        );
+        assert!(unclean_allowed(&s, "t", false));
+        s.topics
+            .get_mut("t")
+            .unwrap()
+            .value
+            .configs
+            .insert("unclean.leader.election.enable".into(), "false".into());
+        assert!(!unclean_allowed(&s, "t", true));
     }
 
     #[test]
     fn too_few_brokers_waits_instead_of_placing_badly() {
         let mut s = snapshot(&[(1, None)]);
         add_topic(&mut s, "t", 1, 2);
-        assert!(plan(&s, None).is_empty());
+        assert!(plan(&s, None, false).is_empty());
     }
 }

@@ -22,6 +22,7 @@ fn settings(etcd: &etcd::Etcd, prefix: &str, id: i32) -> ClusterSettings {
         node_id: id,
         session_timeout: Duration::from_secs(2),
         heartbeat: Duration::from_millis(500),
+        unclean_leader_election: false,
     }
 }
 
@@ -87,7 +88,7 @@ async fn a_deposed_controller_cannot_change_a_partition_and_cas_lets_one_writer_
     };
     assert!(a.create_topic("t", &topic).await.unwrap());
     let s = read(&a).await;
-    let assign = plan(&s, Some(0));
+    let assign = plan(&s, Some(0), false);
     assert!(apply(&a, term_a, &assign[0]).await.unwrap());
 
     // A's session ends (as when its lease expires): B is elected.

@@ -76,8 +76,10 @@ pub(crate) trait GroupHost: Send + Sync + Sized + 'static {
     fn partition_count(&self, name: &str) -> Option<i32>;
     /// The log of a partition and its leader epoch, if it exists.
     fn leader_log(&self, topic: &str, partition: i32) -> Option<(Arc<Log>, LeaderEpoch)>;
-    /// Wake delayed fetches after an append.
-    fn appended(&self);
+    /// After an append to a `__consumer_offsets` partition's `log`: move
+    /// its high watermark (what the ISR holds; the log end when the leader
+    /// is the only replica) and wake delayed fetches.
+    fn appended(&self, log: &Log);
     /// Cluster mode: partitions of `__consumer_offsets` live on several
     /// brokers, and this coordinator owns only those its broker leads.
     fn clustered(&self) -> bool;
@@ -566,7 +568,6 @@ impl<H: GroupHost> OffsetsStore for LogStore<'_, H> {
         let appended = log
             .append_as_leader(&mut batch, leader_epoch)
             .and_then(|a| {
-                log.update_high_watermark(log.log_end_offset());
                 if durable {
                     log.flush_up_to(a.last_offset.plus(1))?;
                 }
@@ -574,7 +575,7 @@ impl<H: GroupHost> OffsetsStore for LogStore<'_, H> {
             });
         match appended {
             Ok(a) => {
-                broker.appended();
+                broker.appended(&log);
                 Ok(a.first_offset.0)
             }
             Err(LogError::RecordBatchTooLarge { .. } | LogError::Batch { .. }) => {

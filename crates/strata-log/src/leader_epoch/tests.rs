@@ -105,6 +105,56 @@ fn end_offset_for_follows_kafka() {
     assert_eq!((end(&c, 1, 5), end(&c, 0, 5)), ((1, 5), (0, 0)));
 }
 
+/// The leader cache of the worked divergence cases of Kafka's
+/// `PartitionTest`, LEO 17.
+const PARTITION_TEST_CACHE: [(i32, i64); 6] = [(0, 0), (3, 2), (4, 8), (7, 13), (9, 14), (10, 17)];
+
+#[test]
+fn end_offset_for_matches_the_worked_divergence_cases() {
+    let (_d, c) = with(&PARTITION_TEST_CACHE);
+    let leo = 17;
+    assert_eq!(
+        end(&c, 2, leo),
+        (0, 2),
+        "no epoch 2: floor 0, ends where 3 starts"
+    );
+    assert_eq!(end(&c, 0, leo), (0, 2));
+    assert_eq!(end(&c, 3, leo), (3, 8));
+    assert_eq!(end(&c, 6, leo), (4, 13));
+    assert_eq!(end(&c, 5, leo), (4, 13));
+    assert_eq!(end(&c, 9, leo), (9, 17), "epoch 10 starts where 9 ends");
+    assert_eq!(
+        end(&c, 10, leo),
+        (10, 17),
+        "the latest epoch ends at the LEO"
+    );
+    assert_eq!(end(&c, 11, leo), (-1, -1), "above every epoch: undefined");
+    assert_eq!(end(&c, -1, leo), (-1, -1), "undefined epoch requested");
+}
+
+#[test]
+fn end_offset_for_an_epoch_older_than_the_first_kept_entry() {
+    // The log start moved to 5: epochs 0 and 3 start at or below it, so 3
+    // is re-added at 5 (Kafka `truncateFromStart`).
+    let (_d, mut c) = with(&PARTITION_TEST_CACHE);
+    assert!(c.truncate_from_start(Offset(5)));
+    assert_eq!(
+        c.entries(),
+        [e(3, 5), e(4, 8), e(7, 13), e(9, 14), e(10, 17)]
+    );
+    // An epoch below the first entry answers with itself and the first
+    // start offset (Kafka 3.9), not undefined.
+    assert_eq!(end(&c, 2, 17), (2, 5));
+    assert_eq!(end(&c, 1, 17), (1, 5));
+    assert_eq!(end(&c, 0, 17), (0, 5));
+    assert_eq!(end(&c, 3, 17), (3, 8));
+    // The same with a first entry (2, 5), as the brief's case states it.
+    let (_d, c) = with(&[(2, 5), (4, 8)]);
+    assert_eq!(end(&c, 1, 9), (1, 5));
+    assert_eq!(end(&c, 2, 9), (2, 8));
+    assert_eq!(end(&c, 3, 9), (2, 8));
+}
+
 #[test]
 fn truncate_from_end() {
     let (_d, mut c) = with(&[(2, 6), (3, 8), (4, 11)]);

@@ -112,6 +112,14 @@ impl Log {
     /// writers, tests). Checks CRCs, offsets monotonic and at or above the log
     /// end, size; does not validate records (Kafka's replication path).
     ///
+    /// The batches are written one at a time, each with its own roll check
+    /// and sparse-index step, exactly as the leader wrote them (one batch
+    /// per produce append): a follower's segment boundaries and index files
+    /// then equal the leader's whatever the fetch size, so the replicas'
+    /// files stay byte-identical (Kafka's follower weighs the whole append
+    /// for the roll, so its boundaries can differ). All checks run before
+    /// the first write; a storage error mid-way takes the dir offline.
+    ///
     /// # Errors
     /// [`LogError::Batch`], [`LogError::UnexpectedAppendOffset`],
     /// [`LogError::NonMonotonicOffsets`], [`LogError::RecordBatchTooLarge`],
@@ -123,6 +131,7 @@ impl Log {
             source,
         };
         let mut shape: Option<Shape> = None;
+        let mut batches: Vec<(std::ops::Range<usize>, Shape)> = Vec::new();
         let mut epochs = Vec::new();
         let mut scanner = BatchScanner::new(records);
         for item in scanner.by_ref() {
@@ -132,6 +141,16 @@ impl Log {
             validate_batch(&view).map_err(|e| batch_err(e.at(pos as u64)))?;
             let (base, last) = (view.base_offset(), view.last_offset());
             let ts = view.max_timestamp();
+            batches.push((
+                pos..pos + view.size(),
+                Shape {
+                    first_offset: base,
+                    last_offset: last,
+                    max_timestamp: ts,
+                    offset_of_max_timestamp: last,
+                    records_count: view.records_count() as i64,
+                },
+            ));
             match &mut shape {
                 None => {
                     shape = Some(Shape {
@@ -177,13 +196,30 @@ impl Log {
                 log_end: leo,
             });
         }
-        let updates =
-            self.validate_producers(&guard, &records[..valid], AppendOrigin::Replication)?;
+        // The whole append is checked first, so a rejected one writes nothing.
+        self.validate_producers(&guard, &records[..valid], AppendOrigin::Replication)?;
         for (epoch, start) in epochs {
             self.maybe_assign_epoch(epoch, start)?;
         }
-        let info = self.write_locked(&mut guard, &records[..valid], &shape, &cfg)?;
-        self.apply_producers(&mut guard, updates, info.last_offset.plus(1));
+        for (range, batch) in &batches {
+            // Per batch, so the producer snapshot a roll takes at the next
+            // batch's base covers every batch before it, as on the leader.
+            let bytes = &records[range.clone()];
+            let updates = self.validate_producers(&guard, bytes, AppendOrigin::Replication)?;
+            self.write_locked(&mut guard, bytes, batch, &cfg)?;
+            self.apply_producers(&mut guard, updates, batch.last_offset.plus(1));
+        }
+        let info = LogAppendInfo {
+            first_offset: shape.first_offset,
+            last_offset: shape.last_offset,
+            max_timestamp: shape.max_timestamp,
+            offset_of_max_timestamp: shape.offset_of_max_timestamp,
+            log_append_time: None,
+            log_start_offset: self.log_start_offset(),
+            records_count: shape.records_count,
+            valid_bytes: valid,
+            duplicate: false,
+        };
         drop(guard);
         self.after_append(&records[..valid], &info, cfg.durable_append)?;
         Ok(info)

@@ -22,6 +22,7 @@ mod append;
 mod compaction;
 mod producers;
 mod read;
+mod replica;
 mod retention;
 mod roll;
 mod truncate;

@@ -34,7 +34,17 @@ impl Log {
         }
         let mut g = self.lock_append()?;
         if offset >= self.log_end_offset() {
-            return Ok(());
+            // Nothing to cut, but an epoch a leader assigned at its log end
+            // and never wrote in must go (Kafka `truncateTo`): a later leader's data may
+            // fill those offsets in another epoch.
+            let r = self.trim_epochs_at_end(self.log_end_offset());
+            return self.fail(r);
+        }
+        if offset < self.high_watermark() {
+            // Only after an unclean election, or when the HW was never safe
+            // (Kafka logs it too); the HW is clamped to the new end below.
+            tracing::warn!(tp = %self.tp, offset = offset.0, high_watermark = self.high_watermark().0,
+                "truncating below the high watermark");
         }
         let below_active = self
             .snapshot()
@@ -51,7 +61,7 @@ impl Log {
         let segs = self.snapshot();
         let now = self.clock.now_ms();
         if offset < segs[0].base_offset() {
-            return self.truncate_fully_and_start_at(state, offset);
+            return self.truncate_fully_locked(state, offset);
         }
         let keep = segs.iter().filter(|s| s.base_offset() <= offset).count();
         let (kept, dropped) = segs.split_at(keep);
@@ -94,7 +104,8 @@ impl Log {
         )
     }
 
-    fn truncate_fully_and_start_at(
+    /// Empty the log and restart it at `offset`; caller holds the append lock.
+    pub(super) fn truncate_fully_locked(
         &self,
         state: &mut AppendState,
         offset: Offset,

@@ -12,6 +12,7 @@
 //! Each log dir has a [`DirHealth`] latch shared with its logs: the first
 //! I/O error in that dir takes it offline; the other dirs keep working.
 
+mod high_watermark;
 mod retention;
 
 use std::collections::BTreeMap;
@@ -35,6 +36,7 @@ use crate::log::{DirHealth, Log};
 use crate::metadata;
 use crate::types::{Offset, TopicPartition};
 
+pub use high_watermark::DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS;
 pub use retention::{RetentionRound, RetentionSchedule, DEFAULT_RETENTION_CHECK_INTERVAL_MS};
 
 /// Broker-level settings of the log manager.
@@ -52,6 +54,9 @@ pub struct LogManagerConfig {
     pub flush_start_offset_checkpoint_interval_ms: i64,
     /// `log.segment.delete.delay.ms` (default 60 000), for deleted partitions.
     pub file_delete_delay_ms: i64,
+    /// `replica.high.watermark.checkpoint.interval.ms` (default 5 000): how
+    /// often `replication-offset-checkpoint` is written.
+    pub replica_high_watermark_checkpoint_interval_ms: i64,
     /// The file-system seam every file mutation in these dirs goes through
     /// ([`StdFs`] in production; tests inject faults here).
     pub fs: SharedFs,
@@ -69,6 +74,8 @@ impl LogManagerConfig {
             flush_offset_checkpoint_interval_ms: 60_000,
             flush_start_offset_checkpoint_interval_ms: 60_000,
             file_delete_delay_ms: 60_000,
+            replica_high_watermark_checkpoint_interval_ms:
+                DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
             fs: StdFs::shared(),
         }
     }
@@ -120,6 +127,8 @@ pub struct LogManager {
     pending_dir_deletes: Mutex<Vec<PendingDirDelete>>,
     last_recovery_checkpoint_ms: AtomicI64,
     last_start_checkpoint_ms: AtomicI64,
+    /// `replication-offset-checkpoint` timing, see `high_watermark`.
+    high_watermarks: high_watermark::HighWatermarkSchedule,
     background: Mutex<Option<JoinHandle<()>>>,
     stop: Arc<(Mutex<bool>, Condvar)>,
     shut_down: AtomicBool,
@@ -326,6 +335,7 @@ impl LogManager {
             pending_dir_deletes: Mutex::new(pending),
             last_recovery_checkpoint_ms: AtomicI64::new(now),
             last_start_checkpoint_ms: AtomicI64::new(now),
+            high_watermarks: high_watermark::HighWatermarkSchedule::new(now),
             background: Mutex::new(None),
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             shut_down: AtomicBool::new(false),
@@ -354,6 +364,7 @@ impl LogManager {
             BTreeMap::new()
         });
         let log_starts = ls_file.read().unwrap_or_default();
+        let high_watermarks = high_watermark::read_high_watermarks(&config.fs, &dir.path);
         let mut jobs = Vec::new();
         let mut skipped_unclean = false;
         let now = clock.now_ms();
@@ -379,7 +390,8 @@ impl LogManager {
                         had_clean_shutdown: clean,
                         fs: config.fs.clone(),
                     };
-                    jobs.push((path, params));
+                    let hw = high_watermarks.get(&parsed.tp).copied();
+                    jobs.push((path, params, hw));
                 }
                 DirKind::Future | DirKind::Stray => {
                     tracing::warn!(dir = %path.display(), "leaving a -future/-stray directory alone")
@@ -399,7 +411,9 @@ impl LogManager {
                     .name(format!("strata-log-recovery-{i}"))
                     .spawn_scoped(s, move || loop {
                         let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some((path, params)) = next else { break };
+                        let Some((path, params, hw)) = next else {
+                            break;
+                        };
                         let topic = path
                             .file_name()
                             .and_then(|n| {
@@ -411,6 +425,11 @@ impl LogManager {
                             _ => config.default_config.clone(),
                         };
                         let r = Log::open(&path, cfg, params, clock.clone(), dir.health.clone());
+                        // The checkpointed HW, clamped to [log start, LEO] (Kafka
+                        // `Partition.createLog`).
+                        if let (Ok(log), Some(hw)) = (&r, hw) {
+                            log.update_high_watermark(hw);
+                        }
                         results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
                     })
                     .expect("spawn recovery thread");
@@ -698,6 +717,7 @@ impl LogManager {
             }
         }
         self.retention.run_if_due(self, now);
+        self.maybe_checkpoint_high_watermarks(now);
         let due: Vec<PendingDirDelete> = {
             let mut pending = self
                 .pending_dir_deletes
@@ -768,7 +788,8 @@ impl LogManager {
     }
 
     /// Clean shutdown: stop the background thread, flush and close every
-    /// log, write both checkpoints, then `.kafka_cleanshutdown` in each dir
+    /// log, write the recovery-point, log-start and high-watermark
+    /// checkpoints, then `.kafka_cleanshutdown` in each dir
     /// whose logs all closed cleanly.
     ///
     /// A dir that is offline, or goes offline on a storage failure while
@@ -824,6 +845,9 @@ impl LogManager {
         // Marks a failing dir offline itself.
         if let Err(e) = self.checkpoint_all() {
             tracing::error!(error = %crate::ErrorChain(&e), "checkpoint write failed during shutdown");
+        }
+        if let Err(e) = self.checkpoint_high_watermarks() {
+            tracing::error!(error = %crate::ErrorChain(&e), "high-watermark checkpoint write failed during shutdown");
         }
         for d in &self.dirs {
             if d.health.is_online() && d.loaded_ok.load(Ordering::Acquire) {

@@ -13,7 +13,10 @@
 //! partition => index:i32 error_code:i16 high_watermark:i64 last_stable_offset:i64
 //!              log_start_offset:i64 (v5+) aborted_transactions:nullable [pid:i64 first_offset:i64 [tags]]
 //!              preferred_read_replica:i32 (v11+) records:nullable bytes  [tags v12+]
+//! partition tags (v12+): 0 = diverging_epoch {epoch:i32 end_offset:i64 [tags]},
+//!                        1 = current_leader {leader_id:i32 leader_epoch:i32 [tags]}
 //! ```
+//! A tag is written only when its value is not the default, as Kafka does.
 //! The tests check byte equality with kafka-protocol's own encoder.
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -51,7 +54,31 @@ pub(crate) struct PartitionData {
     pub log_start_offset: i64,
     /// `None` = null (read_uncommitted); `Some` = (producer id, first offset) pairs.
     pub aborted: Option<Vec<(i64, i64)>>,
+    /// v12+: (epoch, end offset) where a follower's log diverges (KIP-320).
+    pub diverging_epoch: Option<(i32, i64)>,
+    /// v12+: (leader id, leader epoch) on NOT_LEADER / FENCED answers.
+    pub current_leader: Option<(i32, i32)>,
+    /// v11+: the replica a consumer should read from (KIP-392), -1 none.
+    pub preferred_read_replica: i32,
     pub records: Records,
+}
+
+impl PartitionData {
+    /// A partition answer with no records and no optional fields.
+    pub(crate) fn empty(partition: i32, error_code: i16) -> PartitionData {
+        PartitionData {
+            partition,
+            error_code,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            aborted: None,
+            diverging_epoch: None,
+            current_leader: None,
+            preferred_read_replica: -1,
+            records: Records::Files(Vec::new()),
+        }
+    }
 }
 
 /// One topic of a FetchResponse.
@@ -133,6 +160,26 @@ impl PartsWriter {
         }
     }
 
+    /// The tagged fields of a partition (v12+): only non-default ones.
+    fn partition_tags(&mut self, diverging: Option<(i32, i64)>, leader: Option<(i32, i32)>) {
+        let count = u64::from(diverging.is_some()) + u64::from(leader.is_some());
+        self.uvarint(count);
+        if let Some((epoch, end)) = diverging {
+            self.uvarint(0);
+            self.uvarint(13);
+            self.cur.put_i32(epoch);
+            self.cur.put_i64(end);
+            self.uvarint(0);
+        }
+        if let Some((id, epoch)) = leader {
+            self.uvarint(1);
+            self.uvarint(9);
+            self.cur.put_i32(id);
+            self.cur.put_i32(epoch);
+            self.uvarint(0);
+        }
+    }
+
     fn records(&mut self, records: Records) {
         self.bytes_len(records.len());
         match records {
@@ -195,10 +242,12 @@ pub(crate) fn encode_fetch_response(
                 }
             }
             if version >= 11 {
-                w.cur.put_i32(-1); // preferred_read_replica: none
+                w.cur.put_i32(p.preferred_read_replica);
             }
             w.records(p.records);
-            w.no_tags();
+            if flexible {
+                w.partition_tags(p.diverging_epoch, p.current_leader);
+            }
         }
         w.no_tags();
     }
@@ -246,6 +295,9 @@ mod tests {
                         last_stable_offset: 10,
                         log_start_offset: 2,
                         aborted,
+                        diverging_epoch: None,
+                        current_leader: None,
+                        preferred_read_replica: -1,
                         records: Records::Mem(Bytes::copy_from_slice(records)),
                     },
                     PartitionData {
@@ -255,6 +307,9 @@ mod tests {
                         last_stable_offset: -1,
                         log_start_offset: -1,
                         aborted: None,
+                        diverging_epoch: Some((3, 120)),
+                        current_leader: Some((2, 7)),
+                        preferred_read_replica: 2,
                         records: Records::Mem(Bytes::new()),
                     },
                 ],
@@ -293,6 +348,17 @@ mod tests {
         p1.last_stable_offset = -1;
         p1.log_start_offset = -1;
         p1.aborted_transactions = None;
+        // Fields a version lacks must stay at their defaults (our encoder
+        // leaves them out).
+        if version >= 12 {
+            p1.diverging_epoch.epoch = 3;
+            p1.diverging_epoch.end_offset = 120;
+            p1.current_leader.leader_id = 2.into();
+            p1.current_leader.leader_epoch = 7;
+        }
+        if version >= 11 {
+            p1.preferred_read_replica = 2.into();
+        }
         p1.records = Some(Bytes::new());
         t.partitions = vec![p0, p1];
         resp.responses = vec![t];

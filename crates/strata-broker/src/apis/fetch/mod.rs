@@ -1,5 +1,12 @@
-//! Fetch (key 1), versions 4–16, consumers only (no follower fetching).
+//! Fetch (key 1), versions 4–16, from consumers and, in cluster mode, from
+//! followers (a replica id ≥ 0).
 //!
+//! - A follower's Fetch (Kafka's order, `replication.md` §2.2): the leader
+//!   epoch fence, then leadership, then the follower must be a replica;
+//!   with a last fetched epoch the leader checks for divergence and answers
+//!   with the diverging epoch instead of records (KIP-320); otherwise it
+//!   records what the follower holds (ISR, high watermark) and reads up to
+//!   its log end, not the high watermark.
 //! - Long poll: when less than `min_bytes` is available the request waits
 //!   (up to `max_wait_ms`) for the broker's append sequence to change, then
 //!   reads again — a delayed-fetch purgatory without a purgatory data
@@ -42,12 +49,16 @@ struct Wanted {
     partition_max_bytes: i32,
     /// The partition's log, or the Kafka error why it cannot be read.
     target: Result<Arc<Log>, ResponseError>,
+    /// A follower's log diverges from this leader's: (epoch, end offset).
+    diverging: Option<(i32, i64)>,
 }
 
 /// What reading one partition produced.
 enum Outcome {
     Data(FetchData, Arc<Log>),
     Error(ResponseError, Option<Arc<Log>>),
+    /// A follower must truncate first: (epoch, end offset), no records.
+    Diverging((i32, i64), Arc<Log>),
     /// Records read from the remote tier (below the local log start).
     Remote(bytes::Bytes, Arc<Log>, i64),
 }
@@ -72,6 +83,15 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         );
     }
     let read_committed = req.isolation_level == READ_COMMITTED;
+    let (replica_id, replica_epoch) = if ctx.version >= 15 {
+        (
+            req.replica_state.replica_id.0,
+            req.replica_state.replica_epoch,
+        )
+    } else {
+        (req.replica_id.0, -1)
+    };
+    let follower = (replica_id >= 0).then_some((replica_id, replica_epoch));
     let mut topics = Vec::with_capacity(req.topics.len());
     let mut wanted = Vec::new();
     for (topic_idx, t) in req.topics.iter().enumerate() {
@@ -98,12 +118,20 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
                 p.current_leader_epoch,
             )
             .map_err(|e| e.kind());
+            let (target, diverging) = match (target, follower, &info) {
+                (Ok(log), Some(f), Some(info)) => match follower_fetch(broker, info, &log, f, p) {
+                    Ok(diverging) => (Ok(log), diverging),
+                    Err(e) => (Err(e.kind()), None),
+                },
+                (target, ..) => (target, None),
+            };
             wanted.push(Wanted {
                 topic_idx,
                 partition: p.partition,
                 fetch_offset: p.fetch_offset,
                 partition_max_bytes: p.partition_max_bytes,
                 target,
+                diverging,
             });
         }
     }
@@ -122,17 +150,19 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         appends.borrow_and_update();
         let w = wanted.clone();
         let outcomes = broker
-            .blocking(move |b| read_all(b, &w, max_bytes, read_committed))
+            .blocking(move |b| read_all(b, &w, max_bytes, read_committed, follower.is_some()))
             .await;
         let bytes: u64 = outcomes
             .iter()
             .map(|o| match o {
                 Outcome::Data(d, _) => d.total_len(),
                 Outcome::Remote(r, ..) => r.len() as u64,
-                Outcome::Error(..) => 0,
+                Outcome::Error(..) | Outcome::Diverging(..) => 0,
             })
             .sum();
-        let has_error = outcomes.iter().any(|o| matches!(o, Outcome::Error(..)));
+        let has_error = outcomes
+            .iter()
+            .any(|o| matches!(o, Outcome::Error(..) | Outcome::Diverging(..)));
         if min_bytes == 0 || bytes >= min_bytes || has_error || *shutdown.borrow() {
             break outcomes;
         }
@@ -144,7 +174,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         if tokio::time::Instant::now() >= deadline {
             let w = wanted.clone();
             break broker
-                .blocking(move |b| read_all(b, &w, max_bytes, read_committed))
+                .blocking(move |b| read_all(b, &w, max_bytes, read_committed, follower.is_some()))
                 .await;
         }
     };
@@ -200,8 +230,75 @@ fn resolve(
     broker.partition_log(info, partition)
 }
 
+/// A follower's Fetch of a partition this broker leads (see the module
+/// doc): `Some` diverging epoch, or `None` to read records.
+fn follower_fetch(
+    broker: &Broker,
+    info: &crate::topics::TopicInfo,
+    log: &Arc<Log>,
+    (replica, replica_epoch): (i32, i64),
+    p: &kafka_protocol::messages::fetch_request::FetchPartition,
+) -> Result<Option<(i32, i64)>, ApiError> {
+    let Some(replicas) = &broker.replicas else {
+        // Single-node mode has no followers.
+        return Err(ApiError::NotLeaderOrFollower);
+    };
+    let tp = strata_log::TopicPartition::new(info.name.clone(), p.partition);
+    let partition = replicas
+        .get(&tp)
+        .filter(|r| Arc::ptr_eq(&r.log, log))
+        .ok_or(ApiError::NotLeaderOrFollower)?;
+    if !partition.has_replica(replica) {
+        return Err(if p.current_leader_epoch >= 0 {
+            ApiError::UnknownLeaderEpoch {
+                requested: p.current_leader_epoch,
+                current: partition.leader_epoch(),
+            }
+        } else {
+            ApiError::NotLeaderOrFollower
+        });
+    }
+    if p.last_fetched_epoch >= 0 {
+        let out_of_range = || {
+            ApiError::Log(strata_log::LogError::OffsetOutOfRange {
+                tp: tp.clone(),
+                requested: Offset(p.fetch_offset),
+                log_start: log.log_start_offset(),
+                log_end: log.log_end_offset(),
+            })
+        };
+        if p.fetch_offset < log.log_start_offset().0 {
+            return Err(out_of_range());
+        }
+        let end = log
+            .end_offset_for_epoch(strata_log::LeaderEpoch(p.last_fetched_epoch))
+            .map(|(e, o)| (e.0, o.0));
+        match crate::replication::diverging_epoch(end, p.last_fetched_epoch, p.fetch_offset) {
+            Err(()) => return Err(out_of_range()),
+            Ok(Some(diverging)) => return Ok(Some(diverging)),
+            Ok(None) => {}
+        }
+    }
+    replicas.record_follower_fetch(
+        &partition,
+        replica,
+        replica_epoch,
+        p.fetch_offset,
+        p.log_start_offset,
+    )?;
+    Ok(None)
+}
+
 /// Read every partition within the byte budgets (blocking: index lookups).
-fn read_all(b: &Broker, wanted: &[Wanted], max_bytes: usize, read_committed: bool) -> Vec<Outcome> {
+/// Followers read up to the log end, consumers up to the high watermark
+/// (the last stable offset with read_committed).
+fn read_all(
+    b: &Broker,
+    wanted: &[Wanted],
+    max_bytes: usize,
+    read_committed: bool,
+    follower: bool,
+) -> Vec<Outcome> {
     let mut remaining = max_bytes;
     let mut first_data_seen = false;
     wanted
@@ -211,7 +308,12 @@ fn read_all(b: &Broker, wanted: &[Wanted], max_bytes: usize, read_committed: boo
                 Ok(log) => log.clone(),
                 Err(error) => return Outcome::Error(*error, None),
             };
-            let bound = if read_committed {
+            if let Some(diverging) = w.diverging {
+                return Outcome::Diverging(diverging, log);
+            }
+            let bound = if follower {
+                ReadBound::LogEnd
+            } else if read_committed {
                 ReadBound::Offset(log.last_stable_offset())
             } else {
                 ReadBound::HighWatermark
@@ -253,22 +355,27 @@ fn read_all(b: &Broker, wanted: &[Wanted], max_bytes: usize, read_committed: boo
 fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> PartitionData {
     match outcome {
         Outcome::Data(d, log) => PartitionData {
-            partition,
-            error_code: NONE,
             high_watermark: d.high_watermark.0,
             last_stable_offset: d.high_watermark.0.min(log.last_stable_offset().0),
             log_start_offset: d.log_start_offset.0,
             aborted: read_committed.then(Vec::new),
             records: Records::Files(d.slices),
+            ..PartitionData::empty(partition, NONE)
         },
         Outcome::Remote(records, log, log_start_offset) => PartitionData {
-            partition,
-            error_code: NONE,
             high_watermark: log.high_watermark().0,
             last_stable_offset: log.last_stable_offset().0,
             log_start_offset,
             aborted: read_committed.then(Vec::new),
             records: Records::Mem(records),
+            ..PartitionData::empty(partition, NONE)
+        },
+        Outcome::Diverging(diverging, log) => PartitionData {
+            high_watermark: log.high_watermark().0,
+            last_stable_offset: log.last_stable_offset().0,
+            log_start_offset: log.log_start_offset().0,
+            diverging_epoch: Some(diverging),
+            ..PartitionData::empty(partition, NONE)
         },
         Outcome::Error(error, log) => {
             let (hw, lso, start) = match &log {
@@ -280,13 +387,10 @@ fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> Par
                 None => (-1, -1, -1),
             };
             PartitionData {
-                partition,
-                error_code: error.code(),
                 high_watermark: hw,
                 last_stable_offset: lso,
                 log_start_offset: start,
-                aborted: None,
-                records: Records::Files(Vec::new()),
+                ..PartitionData::empty(partition, error.code())
             }
         }
     }
