@@ -27,8 +27,8 @@ import pytest
 from fault_checker import check
 from faults import DISK_FULL, DiskUnavailable, FaultCluster, Faults, LoopDisk, Workload, kinds_for
 
-# Switch to 3 once replication is on main: the one constant the suite's shape depends on.
-REPLICATION_FACTOR = 1
+# The one constant the suite's shape depends on (1 ran the suite before replication).
+REPLICATION_FACTOR = 3
 MIN_INSYNC_REPLICAS = min(2, REPLICATION_FACTOR)
 PARTITIONS = 6
 PRODUCERS = 3
