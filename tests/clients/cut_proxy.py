@@ -87,6 +87,7 @@ class CutProxy:
         self._closed = False
         self.connections = 0
         self.dropped = 0
+        self.refused_banned = 0  # connections closed or blackholed because their client id was banned
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -125,6 +126,7 @@ class CutProxy:
             doomed = [c for c in self._connections if c.client_id is not None and banned(c.client_id)]
             self._connections.difference_update(doomed)
             self.dropped += len(doomed)
+            self.refused_banned += len(doomed)
         for c in doomed:
             _shut(c.client)
             _shut(c.server)
@@ -218,6 +220,7 @@ class CutProxy:
             banned = self._banned is not None and conn.client_id is not None and self._banned(conn.client_id)
             if banned:
                 self._connections.discard(conn)
+                self.refused_banned += 1
         if banned:
             _shut(conn.server)
             self._blackhole(conn.client)

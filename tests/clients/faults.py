@@ -571,15 +571,17 @@ class Faults:
         time.sleep(self.rng.uniform(0.5, 5.0))
         self.fc.resume(node)
 
-    def _cut(self, node: int) -> None:
-        self.fc.cut(node)
-        time.sleep(self.rng.uniform(1.0, 5.0))
+    def _cut(self, node: int, etcd: bool = False) -> str:
+        others = [n.proxy for n in self.fc.nodes.values() if n.node_id != node]
+        before = sum(p.refused_banned for p in others)
+        self.fc.cut(node, etcd)
+        time.sleep(self.rng.uniform(1.0, 6.0 if etcd else 5.0))
+        refused = sum(p.refused_banned for p in others) - before
         self.fc.uncut(node)
+        return f"{refused} fetcher conns refused"
 
-    def _isolate(self, node: int) -> None:
-        self.fc.cut(node, etcd=True)
-        time.sleep(self.rng.uniform(1.0, 6.0))
-        self.fc.uncut(node)
+    def _isolate(self, node: int) -> str:
+        return self._cut(node, etcd=True)
 
     def _restart(self, node: int) -> str:
         # A clean restart: SIGTERM is Kafka's controlled shutdown (leadership moves first).
