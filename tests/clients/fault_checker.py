@@ -21,6 +21,7 @@ the brokers cleanly and looks at their files:
 from __future__ import annotations
 
 import hashlib
+import shutil
 import struct
 import subprocess
 import time
@@ -296,3 +297,22 @@ def check(fc: FaultCluster, workload: Workload, faults: FaultLog, topic: str, pa
     if java is not None:
         kafka_reader(report, java, fc, topic, leaders, hws, got)
     return report
+
+
+def keep_evidence(fc: FaultCluster, topic: str, dest: Path) -> Path:
+    """Copies what a finding is traced with to `dest` (pytest's temporary dirs are rotated, and the
+    loop-mounted log dir goes with its unmount): each broker's partition dirs of `topic`, its log
+    dir's checkpoints and its output."""
+    for n, node in fc.nodes.items():
+        target = dest / f"broker-{n}"
+        target.mkdir(parents=True, exist_ok=True)
+        log_dir = node.broker.log_dir
+        for d in sorted(log_dir.glob(f"{topic}-*")):
+            shutil.copytree(d, target / d.name, dirs_exist_ok=True)
+        for f in log_dir.glob("*checkpoint*"):
+            shutil.copy2(f, target / f.name)
+        for f in node.broker.output_files:
+            if f.exists():
+                shutil.copy2(f, target / f.name)
+    return dest
+

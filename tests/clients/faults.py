@@ -520,6 +520,8 @@ class Faults:
             self.faults.skipped[kind] += 1
             return None
         node, detail = target
+        # Wall-clock UTC, as the brokers' log lines: a finding is traced through both.
+        at = time.strftime("%H:%M:%S", time.gmtime())
         start = time.monotonic()
         note = getattr(self, f"_{kind}")(node)
         if note:
@@ -532,7 +534,7 @@ class Faults:
             recovery = -1.0
         event = FaultEvent(kind, node, detail, round(seconds, 2), round(recovery, 2))
         self.faults.events.append(event)
-        self.log(f"fault {len(self.faults.events):>3}: {kind:<15} broker {node} {detail:<34} "
+        self.log(f"{at} fault {len(self.faults.events):>3}: {kind:<15} broker {node} {detail:<34} "
                  f"held {event.seconds:5.2f}s, all partitions led {event.recovery_s:5.2f}s later")
         return event
 

@@ -12,7 +12,8 @@ controlled shutdown) hit the cluster one after the other. Then
 
 The short schedule (>= 30 faults) runs by default; STRATA_FAULTS=long runs >= 300.
 STRATA_FAULTS_SEED replays a schedule (the seed is printed; run with -s to see the faults);
-STRATA_FAULTS_COUNT changes the number of faults.
+STRATA_FAULTS_COUNT changes the number of faults; STRATA_FAULTS_KEEP=<dir> copies the topic's
+partition dirs, checkpoints and the brokers' output there when the checker finds something.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import os
 import random
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
-from fault_checker import check
+from fault_checker import check, keep_evidence
 from faults import DISK_FULL, DiskUnavailable, FaultCluster, Faults, LoopDisk, Workload, kinds_for
 
 # The one constant the suite's shape depends on (1 ran the suite before replication).
@@ -94,6 +96,11 @@ def test_acknowledged_records_survive_random_faults(fault_cluster, strata_bin, j
     print(report.summary())
     for line in report.problems:
         print(f"  {line}")
+    found = (report.lost or report.misplaced or report.duplicates or report.order_violations
+             or report.replica_mismatches or not report.isr_full or report.verify_failures
+             or report.kafka_reader_mismatches or report.unclean_exits or faults.anomalies)
+    if found and (keep := os.environ.get("STRATA_FAULTS_KEEP")):
+        print(f"evidence kept in {keep_evidence(fault_cluster, TOPIC, Path(keep) / f'seed-{seed}')}")
 
     assert sum(faults.by_kind().values()) >= count, f"only {sum(faults.by_kind().values())} of {count} faults in {budget_s}s"
     assert report.acknowledged > 0
