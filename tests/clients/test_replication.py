@@ -281,3 +281,34 @@ def test_a_returning_leader_truncates_records_no_follower_took(etcd, cluster_fac
     for b in cluster.brokers.values():
         b.stop()
     verify_data_dirs(strata_bin, cluster)
+
+
+def test_sigterm_moves_leadership_before_the_broker_stops(etcd, cluster_factory):
+    """Controlled shutdown: on SIGTERM the leader asks the controller to move its leaderships to
+    in-sync followers and waits for that before it stops serving, so an idempotent acks=all
+    producer sees the new leader and loses nothing."""
+    cluster = new_cluster(cluster_factory, etcd.endpoint)
+    topic = "controlled"
+    create_topic(cluster.bootstrap, topic, 1, config={"min.insync.replicas": "2"}, replication_factor=RF)
+    wait_for_full_isr(cluster, topic, 1)
+    before = partition_state(cluster, topic, 0)
+    victim = before.leader
+    writer = IdempotentWriter(cluster.bootstrap, topic, 0).start()
+    wait_until(lambda: len(writer.acked) >= 300, 30, "300 acknowledged records before the shutdown")
+    assert cluster.broker(victim).stop() == 0
+    after = partition_state(cluster, topic, 0, node_id=next(iter(cluster.running())))
+    assert after.leader not in (-1, victim), after
+    assert after.leader_epoch > before.leader_epoch
+    assert victim not in after.isr, after
+    acked = len(writer.acked)
+    wait_until(lambda: len(writer.acked) >= acked + 300, 60, "300 more acknowledged records")
+    writer.stop()
+    assert not writer.failed, writer.failed[:5]
+    out = cluster.broker(victim).output_tail()
+    assert "controlled shutdown: this broker leads nothing" in out, out[-3000:]
+    got = consume_confluent(cluster.bootstrap, topic, len(writer.acked), partition=0)
+    by_offset = {r.offset: r.value for r in got}
+    lost = [(o, v) for o, v in writer.acked if by_offset.get(o) != v]
+    assert not lost, f"{len(lost)} acknowledged records lost, first: {lost[:5]}"
+    values = [r.value for r in got]
+    assert len(values) == len(set(values)), "duplicates in the log"

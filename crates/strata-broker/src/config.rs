@@ -557,6 +557,15 @@ static TABLE: &[Def] = &[
         |c| c.replication.socket_timeout_ms.to_string(),
     ),
     Def::new(
+        "replica.high.watermark.checkpoint.interval.ms",
+        ConfigType::Long,
+        "5000",
+        Validator::AtLeast(1),
+        "How often each log dir's replication-offset-checkpoint (the high watermarks) is written.",
+        |c, v| c.replication.high_watermark_checkpoint_interval_ms = v.long(),
+        |c| c.replication.high_watermark_checkpoint_interval_ms.to_string(),
+    ),
+    Def::new(
         "num.replica.fetchers",
         ConfigType::Int,
         "1",
@@ -762,6 +771,8 @@ pub struct ReplicationSettings {
     pub socket_timeout_ms: i32,
     /// `num.replica.fetchers`.
     pub num_fetchers: i32,
+    /// `replica.high.watermark.checkpoint.interval.ms`.
+    pub high_watermark_checkpoint_interval_ms: i64,
 }
 
 /// Whether property `name` is a Kafka or Strata broker property, and a

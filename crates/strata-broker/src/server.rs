@@ -62,6 +62,11 @@ impl BrokerHandle {
     /// # Errors
     /// The log manager failed to flush or close.
     pub async fn shutdown(mut self) -> Result<(), BrokerError> {
+        if let Some(cluster) = &self.broker.cluster {
+            cluster
+                .controlled_shutdown(CONTROLLED_SHUTDOWN_TIMEOUT)
+                .await;
+        }
         let _ = self.shutdown_tx.send(true);
         if let Err(source) = (&mut self.accept_task).await {
             return Err(BrokerError::Task {
@@ -86,6 +91,10 @@ impl BrokerHandle {
         Ok(())
     }
 }
+
+/// How long a clean shutdown waits for the controller to move this
+/// broker's leaderships away (controlled shutdown) before it stops anyway.
+const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Start a broker with the system clock.
 ///
@@ -228,6 +237,7 @@ async fn start_clustered(
         listener: advertised.name.clone(),
         host: advertised.host.clone(),
         port: advertised.port,
+        shutting_down: false,
     };
     let local_id = config
         .cluster_id
@@ -414,9 +424,9 @@ fn open_logs(
         flush_start_offset_checkpoint_interval_ms: config
             .log_flush_start_offset_checkpoint_interval_ms,
         file_delete_delay_ms: defaults.file_delete_delay_ms,
-        // Not a broker config key yet (replication wires it).
-        replica_high_watermark_checkpoint_interval_ms:
-            strata_log::DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+        replica_high_watermark_checkpoint_interval_ms: config
+            .replication
+            .high_watermark_checkpoint_interval_ms,
         fs,
     };
     let provider_store = store.clone();

@@ -65,6 +65,10 @@ pub(crate) struct BrokerRecord {
     pub listener: String,
     pub host: String,
     pub port: u16,
+    /// Controlled shutdown asked: the controller moves leadership away
+    /// and leaves it out of elections and ISRs.
+    #[serde(default)]
+    pub shutting_down: bool,
 }
 
 /// The elected controller (`controller`, under its broker's lease).
@@ -245,6 +249,13 @@ impl Snapshot {
 
     pub(crate) fn is_live(&self, broker: i32) -> bool {
         self.brokers.contains_key(&broker)
+    }
+
+    /// Live and not shutting down: may lead or join an ISR.
+    pub(crate) fn is_eligible(&self, broker: i32) -> bool {
+        self.brokers
+            .get(&broker)
+            .is_some_and(|b| !b.record.shutting_down)
     }
 
     /// The dynamic configs of BROKER resource `resource` (empty: default).

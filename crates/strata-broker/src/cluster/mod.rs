@@ -313,6 +313,61 @@ impl Cluster {
         tokio::spawn(controller::run(self.clone(), shutdown));
     }
 
+    /// Controlled shutdown (Kafka's, on SIGTERM): mark the registration
+    /// shutting down, so the controller moves every leadership it can to
+    /// another in-sync replica and drops this broker from the ISRs, then
+    /// wait until the applied metadata shows this broker leads nothing, or
+    /// `timeout` passes. Requests keep being served meanwhile: clients are
+    /// told NOT_LEADER_OR_FOLLOWER and move to the new leaders.
+    pub(crate) async fn controlled_shutdown(&self, timeout: Duration) {
+        let me = self.settings.node_id;
+        let key = layout::broker_key(me);
+        let Some(epoch) = self.applied().brokers.get(&me).map(|b| b.epoch) else {
+            return;
+        };
+        let record = BrokerRecord {
+            shutting_down: true,
+            ..self.record.clone()
+        };
+        let value = serde_json::to_vec(&record).expect("broker record serializes");
+        let lease = self.lease.load(Ordering::Acquire);
+        let started = tokio::time::Instant::now();
+        let written = self
+            .store
+            .txn(
+                &[Cond::CreateRevision(key.clone(), epoch)],
+                &[Op::PutLeased(key, value, lease)],
+            )
+            .await;
+        match written {
+            Ok(Some(_)) => {}
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(error = %strata_log::ErrorChain(&error), "cannot announce the controlled shutdown; leaving without it");
+                return;
+            }
+        }
+        tracing::info!(
+            node_id = me,
+            "controlled shutdown: waiting for leadership to move away"
+        );
+        let moved = self
+            .wait_applied("leadership to move away", timeout, |s| {
+                !s.partitions.values().any(|p| p.value.leader == me)
+            })
+            .await;
+        match moved {
+            Ok(_) => tracing::info!(
+                node_id = me,
+                took_ms = started.elapsed().as_millis() as u64,
+                "controlled shutdown: this broker leads nothing"
+            ),
+            Err(error) => {
+                tracing::warn!(error = %strata_log::ErrorChain(&error), "controlled shutdown: some leadership did not move; shutting down anyway")
+            }
+        }
+    }
+
     /// Leave the cluster now (clean shutdown): revoking the lease removes
     /// the registration and any controller key at once, so the controller
     /// reacts without waiting for the session timeout.

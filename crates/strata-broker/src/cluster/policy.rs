@@ -156,9 +156,9 @@ fn unclean_allowed(s: &Snapshot, topic: &str, default: bool) -> bool {
 /// What the controller makes of a partition's state (Kafka's ZK-style
 /// controller, `replication.md` §4.6, §6.1):
 ///
-/// - brokers that are gone (lease expired) leave the ISR, except the last
-///   member, which stays (with no leader) so it can lead again cleanly
-///   when it returns;
+/// - brokers that are gone (lease expired) or shutting down leave the
+///   ISR, except the last member, which stays (with no leader) so it can
+///   lead again cleanly when it returns;
 /// - a live leader in the ISR stays; otherwise the first replica, in
 ///   replica order, that is live and in the ISR leads; otherwise, only if
 ///   `unclean` allows it, the first live replica, with an ISR of itself;
@@ -166,7 +166,12 @@ fn unclean_allowed(s: &Snapshot, topic: &str, default: bool) -> bool {
 /// - a new leader bumps the leader epoch; any change bumps the partition
 ///   epoch.
 pub(crate) fn next_state(s: &Snapshot, p: &PartitionRecord, unclean: bool) -> PartitionRecord {
-    let mut isr: Vec<i32> = p.isr.iter().copied().filter(|r| s.is_live(*r)).collect();
+    let mut isr: Vec<i32> = p
+        .isr
+        .iter()
+        .copied()
+        .filter(|r| s.is_eligible(*r))
+        .collect();
     if isr.is_empty() && !p.isr.is_empty() {
         // Keep the member most likely to hold everything: the last leader.
         let keep = if p.isr.contains(&p.leader) {
@@ -176,17 +181,17 @@ pub(crate) fn next_state(s: &Snapshot, p: &PartitionRecord, unclean: bool) -> Pa
         };
         isr = vec![keep];
     }
-    let leader = if p.leader >= 0 && s.is_live(p.leader) && isr.contains(&p.leader) {
+    let leader = if p.leader >= 0 && s.is_eligible(p.leader) && isr.contains(&p.leader) {
         p.leader
     } else if let Some(r) = p
         .replicas
         .iter()
         .copied()
-        .find(|r| s.is_live(*r) && isr.contains(r))
+        .find(|r| s.is_eligible(*r) && isr.contains(r))
     {
         r
     } else if let Some(r) = unclean
-        .then(|| p.replicas.iter().copied().find(|r| s.is_live(*r)))
+        .then(|| p.replicas.iter().copied().find(|r| s.is_eligible(*r)))
         .flatten()
     {
         isr = vec![r];
@@ -227,6 +232,7 @@ mod tests {
                         listener: "PLAINTEXT".into(),
                         host: "127.0.0.1".into(),
                         port: 9000 + *id as u16,
+                        shutting_down: false,
                     },
                     epoch: 1,
                 },
@@ -436,6 +442,18 @@ mod tests {
         let back = snapshot(&[(1, None), (2, None)]);
         let clean = next_state(&back, &next, false);
         assert_eq!((clean.isr.clone(), clean.leader), (vec![1], 1));
+    }
+
+    #[test]
+    fn controlled_shutdown_moves_leadership_and_leaves_the_isr() {
+        let mut s = snapshot(&[(1, None), (2, None), (3, None)]);
+        s.brokers.get_mut(&1).unwrap().record.shutting_down = true;
+        let next = next_state(&s, &state(&[1, 2, 3], &[1, 2, 3], 1), false);
+        assert_eq!((next.isr.clone(), next.leader), (vec![2, 3], 2));
+        assert_eq!(next.leader_epoch, 5);
+        // The only replica: no leader while it shuts down, still the ISR.
+        let alone = next_state(&s, &state(&[1], &[1], 1), false);
+        assert_eq!((alone.isr.clone(), alone.leader), (vec![1], -1));
     }
 
     #[test]

@@ -421,13 +421,15 @@ fn process(
                 continue;
             }
         }
-        drop(parts);
-        let r = apply_partition(&s, &data, &log);
-        if let Err(error) = r {
+        // Appended or truncated under the fetcher's lock: a role change
+        // removes the partition under the same lock first, so a response
+        // from the old leader can never land after this broker took the
+        // partition's new state (a stale append after becoming leader
+        // would put old-epoch batches above the new epoch's start).
+        tracing::trace!(tp = %s.tp, fetch_offset = s.fetch_offset, records = data.records.as_ref().map_or(0, |r| r.len()), diverging = ?(data.diverging_epoch.epoch, data.diverging_epoch.end_offset), high_watermark = data.high_watermark, "fetch response");
+        if let Err(error) = apply_partition(&s, &data, &log) {
             tracing::warn!(tp = %s.tp, error = %ErrorChain(&error), "cannot apply the leader's records; backing off");
-            if let Some(f) = shared.lock().get_mut(&s.tp) {
-                now_backoff(f);
-            }
+            now_backoff(f);
         }
     }
     out_of_range
@@ -451,7 +453,9 @@ fn apply_partition(
             tracing::warn!(tp = %s.tp, to, high_watermark = log.high_watermark().0, "truncating below the high watermark");
         }
         tracing::info!(tp = %s.tp, from = leo, to, leader_epoch = diverging.epoch, leader_end = diverging.end_offset, "truncating to the leader's log by epoch");
-        return log.truncate_to(Offset(to));
+        log.truncate_to(Offset(to))?;
+        tracing::trace!(tp = %s.tp, log_end = log.log_end_offset().0, latest_epoch = ?log.latest_epoch(), "truncated");
+        return Ok(());
     }
     let records = data.records.clone().unwrap_or_default();
     let whole = complete_batches_len(&records);

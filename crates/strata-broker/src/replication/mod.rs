@@ -37,16 +37,15 @@ use crate::broker::Broker;
 use crate::cluster::{Cluster, PartitionRecord, Snapshot};
 use crate::config::ReplicationSettings;
 
-/// Who is eligible, as the applied etcd snapshot says: registered (live)
-/// with the broker epoch given (-1: any).
+/// Who is eligible, as the applied etcd snapshot says: registered (live),
+/// not shutting down, with the broker epoch given (-1: any).
 struct Registered(Arc<Snapshot>);
 
 impl Eligibility for Registered {
     fn eligible(&self, broker: i32, broker_epoch: i64) -> bool {
-        self.0
-            .brokers
-            .get(&broker)
-            .is_some_and(|b| broker_epoch < 0 || b.epoch == broker_epoch)
+        self.0.brokers.get(&broker).is_some_and(|b| {
+            !b.record.shutting_down && (broker_epoch < 0 || b.epoch == broker_epoch)
+        })
     }
 
     fn registered_epoch(&self, broker: i32) -> Option<i64> {
@@ -164,6 +163,13 @@ impl ReplicaManager {
             }
             entry.clone()
         };
+        // A change of leader or epoch stops the old fetch first: removing
+        // waits for a response being applied, so nothing from the old
+        // leader is appended after the new state (an epoch started at the
+        // log end) is taken.
+        if partition.leader_and_epoch() != (record.leader, record.leader_epoch) {
+            self.fetchers.remove(tp);
+        }
         let role = match partition.apply(record, revision, self.now_ms()) {
             Ok(role) => role,
             Err(error) => {

@@ -185,6 +185,12 @@ impl Partition {
         self.lock().leader_epoch
     }
 
+    /// `(leader, leader epoch)` as last applied.
+    pub(crate) fn leader_and_epoch(&self) -> (i32, i32) {
+        let st = self.lock();
+        (st.leader, st.leader_epoch)
+    }
+
     /// Whether `replica` is one of this partition's replicas.
     pub(crate) fn has_replica(&self, replica: i32) -> bool {
         self.lock()

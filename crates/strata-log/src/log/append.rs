@@ -139,6 +139,8 @@ impl Log {
             let view =
                 BatchView::parse(&records[pos..]).map_err(|e| batch_err(e.at(pos as u64)))?;
             validate_batch(&view).map_err(|e| batch_err(e.at(pos as u64)))?;
+            // Each batch must fit a segment; a fetch response holds many.
+            self.check_segment_size(view.size(), cfg.segment_bytes)?;
             let (base, last) = (view.base_offset(), view.last_offset());
             let ts = view.max_timestamp();
             batches.push((
@@ -186,7 +188,6 @@ impl Log {
         let Some(shape) = shape else {
             return Err(batch_err(crate::batch::BatchError::NoBatches));
         };
-        self.check_segment_size(valid, cfg.segment_bytes)?;
         let mut guard = self.lock_append()?;
         let leo = self.log_end_offset();
         if shape.first_offset < leo {

@@ -354,3 +354,60 @@ fn end_offset_for_epoch_below_the_first_kept_entry_is_defined() {
     assert_eq!(log.end_offset_for_epoch(LeaderEpoch(4)), None);
     assert_eq!(log.end_offset_for_epoch(LeaderEpoch::NONE), None);
 }
+
+/// Every batch from `from` to the log end (reads stop at segment ends).
+fn bytes_from(log: &Log, from: i64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut next = Offset(from);
+    while next < log.log_end_offset() {
+        let data = log.read(next, 1 << 20, ReadBound::LogEnd, true).unwrap();
+        let chunk = data.read_to_vec().unwrap();
+        let mut pos = 0;
+        while pos + 12 <= chunk.len() {
+            let base = i64::from_be_bytes(chunk[pos..pos + 8].try_into().unwrap());
+            let len = i32::from_be_bytes(chunk[pos + 8..pos + 12].try_into().unwrap()) as usize;
+            let view = crate::batch::BatchView::parse(&chunk[pos..pos + 12 + len]).unwrap();
+            assert!(base >= next.0);
+            next = view.last_offset().plus(1);
+            pos += 12 + len;
+        }
+        out.extend_from_slice(&chunk);
+    }
+    out
+}
+
+#[test]
+fn follower_truncation_inside_its_last_segment_then_the_new_leaders_batch() {
+    // A follower took the old leader's last batch (epoch 0), the new leader
+    // (epoch 1) never had it: truncate to its base, then take the new
+    // leader's batch at the same offsets.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(0);
+    let leader = open(&dir.path().join("leader"), &clock);
+    let follower = open(&dir.path().join("follower"), &clock);
+    let newer = open(&dir.path().join("newer"), &clock);
+    for seq in 0..20 {
+        let mut b = idempotent_batch(7, 0, seq * 2, 2);
+        leader.append_as_leader(&mut b, LeaderEpoch(0)).unwrap();
+    }
+    follower
+        .append_as_follower(&bytes_from(&leader, 0))
+        .unwrap();
+    assert_eq!(follower.log_end_offset(), Offset(40));
+    follower.update_high_watermark(Offset(38));
+    follower.truncate_to(Offset(38)).unwrap();
+    assert_eq!(follower.log_end_offset(), Offset(38));
+    assert_eq!(entries(&follower), vec![(0, 0)]);
+    // The new leader had up to 38 and wrote the producer's retry at 38 in
+    // epoch 1.
+    let first_38 = bytes_from(&follower, 0);
+    newer.append_as_follower(&first_38).unwrap();
+    let mut b = idempotent_batch(7, 0, 38, 2);
+    newer.append_as_leader(&mut b, LeaderEpoch(1)).unwrap();
+    follower
+        .append_as_follower(&bytes_from(&newer, 38))
+        .unwrap();
+    assert_eq!(follower.log_end_offset(), Offset(40));
+    assert_eq!(entries(&follower), vec![(0, 0), (1, 38)]);
+    assert_eq!(bytes_from(&follower, 0), bytes_from(&newer, 0));
+}
