@@ -53,6 +53,10 @@ class Report:
     consumed: int = 0
     lost: int = 0
     misplaced: int = 0
+    # Acknowledged without an offset: librdkafka reports a success with offset -1 when the broker
+    # answers a retried batch as a duplicate without its original offset (Kafka returns that
+    # offset from the producer state's batch cache). Not lost if the value is in that partition.
+    acked_without_offset: int = 0
     duplicates: int = 0
     order_violations: int = 0
     replicas_compared: int = 0
@@ -74,6 +78,7 @@ class Report:
                 f"({kinds}) unhealed={self.unhealed} isr_full={self.isr_full} "
                 f"acknowledged={self.acknowledged} failed={self.failed} unresolved={self.unresolved} "
                 f"consumed={self.consumed} lost={self.lost} misplaced={self.misplaced} "
+                f"acked_without_offset={self.acked_without_offset} "
                 f"duplicates={self.duplicates} order_violations={self.order_violations} "
                 f"replicas_compared={self.replicas_compared} replica_mismatches={self.replica_mismatches} "
                 f"log_verify={self.verified_dirs - self.verify_failures}/{self.verified_dirs} "
@@ -140,6 +145,9 @@ def analyze(report: Report, workload: Workload, got: dict[int, list[tuple[int, b
             if not places:
                 report.lost += 1
                 report.problem(f"lost: {value} acknowledged at p{ack.partition}@{ack.offset}")
+            elif ack.offset is None and any(p == ack.partition for p, _ in places):
+                report.acked_without_offset += 1
+                report.problem(f"acknowledged without an offset: {value} (p{ack.partition}), found at {places}")
             elif (ack.partition, ack.offset) not in places:
                 report.misplaced += 1
                 report.problem(f"misplaced: {value} acknowledged at p{ack.partition}@{ack.offset}, found at {places}")

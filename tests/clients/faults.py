@@ -346,7 +346,7 @@ PRODUCER_CONFIG = {
 @dataclass
 class Ack:
     partition: int
-    offset: int
+    offset: int | None  # None: librdkafka reported success without an offset
 
 
 @dataclass

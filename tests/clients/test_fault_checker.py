@@ -60,6 +60,13 @@ def test_lost_misplaced_duplicate_and_reordered_records_are_counted():
     assert r.order_violations == 2, r.problems  # 2 after 4, and 0 after 4 again
 
 
+def test_an_acknowledgement_without_offset_is_not_a_misplaced_record():
+    got = {0: [(0, b"p0.1:0")], 1: [(0, b"p0.1:1")]}
+    r = report()
+    analyze(r, workload_with({"p0.1:0": Ack(0, None), "p0.1:1": Ack(0, None), "p0.1:2": Ack(1, None)}), got)
+    assert (r.acked_without_offset, r.misplaced, r.lost) == (1, 1, 1), r.problems
+
+
 def test_replicas_compared_across_segment_boundaries_up_to_the_high_watermark(tmp_path):
     a, b, c = batch(0, 3, b"a"), batch(3, 2, b"b"), batch(5, 4, b"c")
     leader, same, short, other = (tmp_path / n for n in ("1", "2", "3", "4"))
