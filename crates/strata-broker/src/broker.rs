@@ -13,7 +13,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use strata_log::{LeaderEpoch, Log, LogConfig, LogManager, TopicPartition};
+use strata_log::{
+    LeaderEpoch, Log, LogAppendInfo, LogConfig, LogError, LogManager, TopicPartition,
+};
 use tokio::sync::watch;
 
 use crate::api_error::ApiError;
@@ -306,6 +308,28 @@ impl GroupHost for Broker {
         Some((log, LeaderEpoch(self.leader_epoch(&info, partition))))
     }
 
+    fn append_as_leader(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: &mut [u8],
+    ) -> Option<(Arc<Log>, Result<LogAppendInfo, LogError>)> {
+        match &self.replicas {
+            Some(replicas) => {
+                let replica = replicas.get(&TopicPartition::new(topic, partition))?;
+                let log = replica.log.clone();
+                let (_, appended) =
+                    replica.leader_append(|epoch| log.append_as_leader(batch, epoch))?;
+                Some((log, appended))
+            }
+            None => {
+                let (log, epoch) = self.leader_log(topic, partition)?;
+                let appended = log.append_as_leader(batch, epoch);
+                Some((log, appended))
+            }
+        }
+    }
+
     fn appended(&self, log: &Log) {
         match &self.replicas {
             Some(replicas) => replicas.after_leader_append(log.topic_partition()),
@@ -451,16 +475,20 @@ impl Broker {
         if partition < 0 || partition >= info.partitions {
             return Err(ApiError::UnknownTopicOrPartition);
         }
-        if let Some(cluster) = &self.cluster {
-            let state = self.partition_state(info, partition);
-            let me = cluster.node_id();
-            let served =
-                state.is_some_and(|s| s.leader == me || (any_replica && s.replicas.contains(&me)));
+        let tp = TopicPartition::new(info.name.clone(), partition);
+        if self.cluster.is_some() {
+            // The replica's state, not the snapshot's: it is what the
+            // append and the fetch go by, and it holds back leadership
+            // recorded for an earlier incarnation of this broker.
+            let served = self
+                .replicas
+                .as_ref()
+                .and_then(|r| r.get(&tp))
+                .is_some_and(|r| any_replica || r.is_leader());
             if !served {
                 return Err(ApiError::NotLeaderOrFollower);
             }
         }
-        let tp = TopicPartition::new(info.name.clone(), partition);
         if let Some(reason) = self.refused.get(&tp) {
             return Err(ApiError::PartitionOffline {
                 tp,
@@ -493,9 +521,12 @@ impl Broker {
     pub(crate) fn leads(&self, info: &TopicInfo, partition: i32) -> bool {
         match &self.cluster {
             None => true,
-            Some(cluster) => self
-                .partition_state(info, partition)
-                .is_some_and(|s| s.leader == cluster.node_id()),
+            // The replica's own state: it holds back leadership recorded
+            // for an earlier incarnation of this broker.
+            Some(_) => self.replicas.as_ref().is_some_and(|r| {
+                r.get(&TopicPartition::new(info.name.clone(), partition))
+                    .is_some_and(|p| p.is_leader())
+            }),
         }
     }
 

@@ -108,10 +108,10 @@ pub(crate) fn apply(b: &Broker, old: &Snapshot, new: &Snapshot) -> BTreeSet<i32>
             log.update_config(config);
         }
         if let Some(replicas) = &b.replicas {
-            replicas.apply(&tp, &log, state, versioned.mod_revision);
+            replicas.apply(&tp, &log, state, versioned.mod_revision, new);
         }
         held.insert(tp);
-        if state.leader == me && topic == OFFSETS_TOPIC {
+        if state.leader == me && !state.leader_bounced(new) && topic == OFFSETS_TOPIC {
             led_offsets.insert(*p);
         }
     }

@@ -157,7 +157,7 @@ fn precheck(
             let tp = strata_log::TopicPartition::new(info.name.clone(), partition);
             let replica = replicas
                 .get(&tp)
-                .filter(|r| Arc::ptr_eq(&r.log, &log))
+                .filter(|r| Arc::ptr_eq(&r.log, &log) && r.is_leader())
                 .ok_or(ApiError::NotLeaderOrFollower)?;
             if acks == -1 {
                 replica.check_enough_replicas()?;
@@ -195,24 +195,36 @@ fn precheck(
 /// Append every job in order (blocking).
 fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
     let mut out = Vec::with_capacity(jobs.len());
-    for job in jobs {
+    for mut job in jobs {
         let mut buf = BytesMut::from(&job.records[..]);
-        let result = job
-            .log
-            .append_as_leader(&mut buf, LeaderEpoch(job.epoch))
-            .and_then(|info| {
-                match (&broker.replicas, &job.replica) {
-                    (Some(replicas), Some(r)) => replicas.after_leader_append(&r.tp),
-                    _ => {
-                        job.log.update_high_watermark(job.log.log_end_offset());
-                    }
+        let appended = match &job.replica {
+            // In the replica's current epoch, with role changes held off.
+            Some(r) => match r.leader_append(|epoch| job.log.append_as_leader(&mut buf, epoch)) {
+                Some((epoch, appended)) => {
+                    job.epoch = epoch;
+                    appended.map_err(ApiError::Log)
                 }
-                if job.durable && acks != 0 {
-                    job.log.flush_up_to(info.last_offset.plus(1))?;
+                None => Err(ApiError::NotLeaderOrFollower),
+            },
+            None => job
+                .log
+                .append_as_leader(&mut buf, LeaderEpoch(job.epoch))
+                .map_err(ApiError::Log),
+        };
+        let result = appended.and_then(|info| {
+            match (&broker.replicas, &job.replica) {
+                (Some(replicas), Some(r)) => replicas.after_leader_append(&r.tp),
+                _ => {
+                    job.log.update_high_watermark(job.log.log_end_offset());
                 }
-                Ok(info)
-            })
-            .map_err(ApiError::Log);
+            }
+            if job.durable && acks != 0 {
+                job.log
+                    .flush_up_to(info.last_offset.plus(1))
+                    .map_err(ApiError::Log)?;
+            }
+            Ok(info)
+        });
         if result.is_ok() {
             Stats::add(
                 &broker.stats.produced_batches_bytes,

@@ -109,6 +109,37 @@ pub(crate) struct PartitionRecord {
     pub adding_replicas: Vec<i32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub removing_replicas: Vec<i32>,
+    /// The broker epoch (registration create revision) of `leader` when it
+    /// was elected or last confirmed; 0: none recorded (no leader, or a
+    /// record written before this field). A leader registered under another
+    /// epoch now restarted since (a bounced broker, as Kafka's controller
+    /// detects in ZooKeeper mode and KRaft fences): it must not go on
+    /// leading the same epoch with state it lost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub leader_broker_epoch: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
+}
+
+impl PartitionRecord {
+    /// `self` with `leader_broker_epoch` set from `s` (0 without a live
+    /// leader): every write that chooses a leader records its incarnation.
+    pub(crate) fn stamped(mut self, s: &Snapshot) -> PartitionRecord {
+        self.leader_broker_epoch = s.brokers.get(&self.leader).map_or(0, |b| b.epoch);
+        self
+    }
+
+    /// The leader restarted since it was elected: it is registered under
+    /// another broker epoch than the one recorded.
+    pub(crate) fn leader_bounced(&self, s: &Snapshot) -> bool {
+        self.leader >= 0
+            && self.leader_broker_epoch != 0
+            && s.brokers
+                .get(&self.leader)
+                .is_some_and(|b| b.epoch != self.leader_broker_epoch)
+    }
 }
 
 /// A key's value with the revisions compare-and-swap needs.

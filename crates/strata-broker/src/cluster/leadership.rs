@@ -101,7 +101,8 @@ pub(crate) fn elect(
         leader_epoch: p.leader_epoch + 1,
         partition_epoch: p.partition_epoch + 1,
         ..p.clone()
-    })
+    }
+    .stamped(s))
 }
 
 /// Preferred-leader balancing (`leader.imbalance.per.broker.percentage`):
@@ -236,7 +237,8 @@ pub(crate) fn start_reassignment(
         adding_replicas: adding,
         removing_replicas: removing,
         ..p.clone()
-    };
+    }
+    .stamped(s);
     Ok(bump_if_changed(p, next))
 }
 
@@ -277,7 +279,8 @@ pub(crate) fn cancel_reassignment(
         adding_replicas: Vec::new(),
         removing_replicas: Vec::new(),
         ..p.clone()
-    };
+    }
+    .stamped(s);
     Ok(bump_if_changed(p, next))
 }
 
@@ -302,16 +305,19 @@ pub(crate) fn complete_reassignment(s: &Snapshot, p: &PartitionRecord) -> Option
     } else {
         first_eligible(s, &target, &isr)
     };
-    Some(PartitionRecord {
-        replicas: target,
-        isr,
-        leader,
-        leader_epoch: p.leader_epoch + 1,
-        partition_epoch: p.partition_epoch + 1,
-        adding_replicas: Vec::new(),
-        removing_replicas: Vec::new(),
-        ..p.clone()
-    })
+    Some(
+        PartitionRecord {
+            replicas: target,
+            isr,
+            leader,
+            leader_epoch: p.leader_epoch + 1,
+            partition_epoch: p.partition_epoch + 1,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
+            ..p.clone()
+        }
+        .stamped(s),
+    )
 }
 
 /// The first of `replicas` that may lead (live, not shutting down) and is

@@ -92,7 +92,9 @@ pub(crate) fn plan(
                                 partition_epoch: 0,
                                 adding_replicas: Vec::new(),
                                 removing_replicas: Vec::new(),
-                            },
+                                leader_broker_epoch: 0,
+                            }
+                            .stamped(s),
                         ));
                     }
                 }
@@ -169,11 +171,16 @@ pub(crate) fn unclean_allowed(s: &Snapshot, topic: &str, default: bool) -> bool 
 /// - a new leader bumps the leader epoch; any change bumps the partition
 ///   epoch.
 pub(crate) fn next_state(s: &Snapshot, p: &PartitionRecord, unclean: bool) -> PartitionRecord {
+    // A leader that restarted since its election is handled as a failed
+    // broker that came back (Kafka: ZooKeeper mode's bounced brokers, KRaft's
+    // fencing at re-registration): it leaves the ISR unless it is the last
+    // member, and whoever leads next does so in a new epoch.
+    let bounced = p.leader_bounced(s);
     let mut isr: Vec<i32> = p
         .isr
         .iter()
         .copied()
-        .filter(|r| s.is_eligible(*r))
+        .filter(|r| s.is_eligible(*r) && !(bounced && *r == p.leader))
         .collect();
     if isr.is_empty() && !p.isr.is_empty() {
         // Keep the member most likely to hold everything: the last leader.
@@ -184,7 +191,8 @@ pub(crate) fn next_state(s: &Snapshot, p: &PartitionRecord, unclean: bool) -> Pa
         };
         isr = vec![keep];
     }
-    let leader = if p.leader >= 0 && s.is_eligible(p.leader) && isr.contains(&p.leader) {
+    let leader = if p.leader >= 0 && !bounced && s.is_eligible(p.leader) && isr.contains(&p.leader)
+    {
         p.leader
     } else if let Some(r) = p
         .replicas
@@ -205,9 +213,10 @@ pub(crate) fn next_state(s: &Snapshot, p: &PartitionRecord, unclean: bool) -> Pa
     let mut next = p.clone();
     next.isr = isr;
     next.leader = leader;
-    if leader != p.leader {
+    if leader != p.leader || bounced {
         next.leader_epoch += 1;
     }
+    let mut next = next.stamped(s);
     if next != *p {
         next.partition_epoch += 1;
     }
@@ -413,6 +422,7 @@ mod tests {
             partition_epoch: 9,
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            leader_broker_epoch: i64::from(leader >= 0),
         }
     }
 
@@ -432,6 +442,43 @@ mod tests {
         let next = next_state(&s, &state(&[1, 2, 3], &[1, 3], 1), false);
         assert_eq!((next.isr.clone(), next.leader), (vec![3], 3));
         assert_eq!((next.leader_epoch, next.partition_epoch), (5, 10));
+    }
+
+    /// A leader killed and restarted before its lease was seen to lapse is
+    /// back under a new broker epoch: it is a failed broker that returned.
+    #[test]
+    fn a_leader_that_restarted_loses_leadership_and_leaves_the_isr() {
+        let mut s = snapshot(&[(1, None), (2, None), (3, None)]);
+        s.brokers.get_mut(&1).unwrap().epoch = 7;
+        let next = next_state(&s, &state(&[1, 2, 3], &[1, 2, 3], 1), false);
+        assert_eq!((next.isr.clone(), next.leader), (vec![2, 3], 2));
+        assert_eq!((next.leader_epoch, next.partition_epoch), (5, 10));
+        assert_eq!(next.leader_broker_epoch, 1, "the new leader's epoch");
+        assert_eq!(next_state(&s, &next, false), next, "settled");
+    }
+
+    #[test]
+    fn a_restarted_last_isr_member_leads_again_in_a_new_epoch() {
+        let mut s = snapshot(&[(1, None), (2, None)]);
+        s.brokers.get_mut(&1).unwrap().epoch = 7;
+        let next = next_state(&s, &state(&[1, 2], &[1], 1), false);
+        assert_eq!((next.isr.clone(), next.leader), (vec![1], 1));
+        assert_eq!(next.leader_epoch, 5, "not the epoch it led before");
+        assert_eq!(next.leader_broker_epoch, 7);
+        assert_eq!(next_state(&s, &next, false), next, "settled");
+    }
+
+    #[test]
+    fn a_record_without_the_leaders_broker_epoch_is_stamped_without_an_election() {
+        let s = snapshot(&[(1, None), (2, None)]);
+        let old = PartitionRecord {
+            leader_broker_epoch: 0,
+            ..state(&[1, 2], &[1, 2], 1)
+        };
+        let next = next_state(&s, &old, false);
+        assert_eq!((next.leader, next.leader_epoch), (1, 4));
+        assert_eq!(next.leader_broker_epoch, 1);
+        assert_eq!(next.partition_epoch, 10);
     }
 
     #[test]

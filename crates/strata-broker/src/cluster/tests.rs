@@ -57,6 +57,7 @@ fn update(s: &Snapshot, leader: i32) -> Decision {
             leader,
             leader_epoch: st.value.leader_epoch + 1,
             partition_epoch: st.value.partition_epoch + 1,
+            leader_broker_epoch: 0,
             ..st.value.clone()
         },
     }

@@ -29,7 +29,7 @@ use kafka_protocol::error::ResponseError;
 use strata_log::batch::BatchBuilder;
 use strata_log::batch::BatchScanner;
 use strata_log::batch::BatchView;
-use strata_log::{LeaderEpoch, Log, LogError, Offset, ReadBound, Timestamp};
+use strata_log::{LeaderEpoch, Log, LogAppendInfo, LogError, Offset, ReadBound, Timestamp};
 use tokio::sync::{oneshot, watch, OnceCell};
 
 use super::api::{
@@ -76,6 +76,15 @@ pub(crate) trait GroupHost: Send + Sync + Sized + 'static {
     fn partition_count(&self, name: &str) -> Option<i32>;
     /// The log of a partition and its leader epoch, if it exists.
     fn leader_log(&self, topic: &str, partition: i32) -> Option<(Arc<Log>, LeaderEpoch)>;
+    /// Append `batch` to a partition this broker leads, in its current
+    /// leader epoch, with leadership changes held off meanwhile (Kafka's
+    /// `appendRecordsToLeader`); `None` when it does not lead it.
+    fn append_as_leader(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: &mut [u8],
+    ) -> Option<(Arc<Log>, Result<LogAppendInfo, LogError>)>;
     /// After an append to a `__consumer_offsets` partition's `log`: move
     /// its high watermark (what the ISR holds; the log end when the leader
     /// is the only replica) and wake delayed fetches.
@@ -552,27 +561,26 @@ impl<H: GroupHost> OffsetsStore for LogStore<'_, H> {
                 partition,
                 source: Some(Box::new(e)),
             })?;
-        let Some((log, leader_epoch)) = broker.leader_log(OFFSETS_TOPIC, partition) else {
-            return Err(StoreError::Unavailable {
-                partition,
-                source: None,
-            });
-        };
         let mut builder = BatchBuilder::new(Offset(0));
         for r in records {
             builder.append(Timestamp(now_ms), Some(&r.key), r.value.as_deref(), &[]);
         }
         let mut batch = builder.build();
         let size = batch.len();
-        let durable = log.config().durable_append;
-        let appended = log
-            .append_as_leader(&mut batch, leader_epoch)
-            .and_then(|a| {
-                if durable {
-                    log.flush_up_to(a.last_offset.plus(1))?;
-                }
-                Ok(a)
+        let Some((log, appended)) = broker.append_as_leader(OFFSETS_TOPIC, partition, &mut batch)
+        else {
+            return Err(StoreError::Unavailable {
+                partition,
+                source: None,
             });
+        };
+        let durable = log.config().durable_append;
+        let appended = appended.and_then(|a| {
+            if durable {
+                log.flush_up_to(a.last_offset.plus(1))?;
+            }
+            Ok(a)
+        });
         match appended {
             Ok(a) => {
                 broker.appended(&log);

@@ -153,7 +153,22 @@ impl ReplicaManager {
         log: &Arc<Log>,
         record: &PartitionRecord,
         revision: i64,
+        snapshot: &Snapshot,
     ) {
+        // Leadership recorded for an earlier incarnation of this broker (it
+        // restarted before the controller noticed): not ours to take. The
+        // controller re-elects in a new epoch; until then this replica
+        // neither leads nor fetches (Kafka: a re-registered broker is fenced).
+        let stale;
+        let record = if record.leader == self.me && record.leader_bounced(snapshot) {
+            stale = PartitionRecord {
+                leader: -1,
+                ..record.clone()
+            };
+            &stale
+        } else {
+            record
+        };
         let partition = {
             let mut map = self.partitions.write().unwrap_or_else(|e| e.into_inner());
             let entry = map

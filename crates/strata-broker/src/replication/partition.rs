@@ -8,7 +8,7 @@
 //! manager).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use strata_log::{LeaderEpoch, Log, LogError, Offset, TopicPartition};
 
@@ -76,6 +76,12 @@ pub(crate) struct Partition {
     pub log: Arc<Log>,
     me: i32,
     state: Mutex<State>,
+    /// Kafka's `leaderIsrUpdateLock`: appends as leader hold it shared,
+    /// [`Partition::apply`] exclusively, so no append made in a leader
+    /// epoch lands after this replica left that epoch (a paused leader
+    /// resuming with a produce in hand would otherwise append old-epoch
+    /// batches into a follower's log, past the divergence checks).
+    role: RwLock<()>,
 }
 
 impl Partition {
@@ -93,6 +99,7 @@ impl Partition {
                 followers: BTreeMap::new(),
                 epoch_start: -1,
             }),
+            role: RwLock::new(()),
         }
     }
 
@@ -113,6 +120,7 @@ impl Partition {
         revision: i64,
         now_ms: i64,
     ) -> Result<Role, LogError> {
+        let _role = self.role.write().unwrap_or_else(|e| e.into_inner());
         let mut st = self.lock();
         if revision <= st.revision {
             return Ok(Role::Unchanged);
@@ -175,6 +183,24 @@ impl Partition {
         st.revision = revision;
         st.record = Some(record.clone());
         Ok(role)
+    }
+
+    /// Run `append` as the leader, in the current leader epoch, with role
+    /// changes held off until it returns (Kafka `appendRecordsToLeader`).
+    /// `None`: this replica does not lead (any more).
+    pub(crate) fn leader_append<T>(
+        &self,
+        append: impl FnOnce(LeaderEpoch) -> Result<T, LogError>,
+    ) -> Option<(i32, Result<T, LogError>)> {
+        let _role = self.role.read().unwrap_or_else(|e| e.into_inner());
+        let epoch = {
+            let st = self.lock();
+            if st.leader != self.me {
+                return None;
+            }
+            st.leader_epoch
+        };
+        Some((epoch, append(LeaderEpoch(epoch))))
     }
 
     pub(crate) fn is_leader(&self) -> bool {
@@ -464,6 +490,7 @@ mod tests {
             partition_epoch: epoch,
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            leader_broker_epoch: 0,
         }
     }
 
@@ -491,6 +518,52 @@ mod tests {
                 .append_as_leader(&mut batch, LeaderEpoch(p.leader_epoch()))
                 .unwrap();
         }
+    }
+
+    /// The paused-leader race the fault suite found: a produce checked as
+    /// leader in epoch 1 must not append once the replica follows epoch 2.
+    #[test]
+    fn a_leader_append_finishes_before_the_replica_becomes_a_follower() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Arc::new(partition(dir.path(), 1));
+        p.apply(&record(1, 1, &[1, 2, 3]), 10, 0).unwrap();
+        let (inside_tx, inside_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let appender = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                p.leader_append(|epoch| {
+                    inside_tx.send(()).unwrap();
+                    go_rx.recv().unwrap();
+                    let mut builder = BatchBuilder::new(Offset(0));
+                    builder.append(Timestamp(1), None, Some(b"v"), &[]);
+                    p.log.append_as_leader(&mut builder.build(), epoch)
+                })
+            })
+        };
+        inside_rx.recv().unwrap();
+        let follower = {
+            let p = p.clone();
+            std::thread::spawn(move || p.apply(&record(2, 2, &[2, 3]), 11, 0).unwrap())
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !follower.is_finished(),
+            "the role change waits for the append in flight"
+        );
+        go_tx.send(()).unwrap();
+        let (epoch, appended) = appender.join().unwrap().expect("led when it started");
+        assert_eq!(epoch, 1);
+        assert_eq!(appended.unwrap().first_offset, Offset(0));
+        assert!(matches!(
+            follower.join().unwrap(),
+            Role::BecameFollower { leader: 2, epoch: 2 }
+        ));
+        assert!(
+            p.leader_append(|_| Ok(())).is_none(),
+            "no append as leader once following"
+        );
+        assert_eq!(p.log.log_end_offset(), Offset(1));
     }
 
     #[test]

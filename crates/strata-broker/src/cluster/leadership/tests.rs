@@ -36,6 +36,7 @@ fn state(replicas: &[i32], isr: &[i32], leader: i32) -> PartitionRecord {
         partition_epoch: 9,
         adding_replicas: Vec::new(),
         removing_replicas: Vec::new(),
+        leader_broker_epoch: i64::from(leader >= 0),
     }
 }
 
