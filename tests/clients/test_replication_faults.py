@@ -10,8 +10,7 @@ clients and peers; a cut from etcd too; a full disk; a clean restart, SIGTERM be
 controlled shutdown) hit the cluster one after the other. Then
 `fault_checker.check` reads everything back and looks at every replica's files.
 
-STRATA_FAULTS=short runs the short schedule (>= 30 faults), STRATA_FAULTS=long >= 300; without
-the variable the test is skipped for now (it still finds replication divergence with RF 3).
+The default run (and CI) is the short schedule (>= 30 faults); STRATA_FAULTS=long runs >= 300.
 STRATA_FAULTS_SEED replays a schedule (the seed is printed; run with -s to see the faults);
 STRATA_FAULTS_COUNT changes the number of faults; STRATA_FAULTS_KEEP=<dir> copies the topic's
 partition dirs, checkpoints and the brokers' output there when the checker finds something.
@@ -78,11 +77,6 @@ def fault_cluster(loop_disk, etcd, broker_factory, request):
                 node.broker.kill()
 
 
-# Not in the default run yet: with replication factor 3 the short schedule still finds real
-# divergence (see docs/testing.md, "Replication fault suite"), and CI must stay green on what
-# works. STRATA_FAULTS=short or STRATA_FAULTS=long runs it.
-@pytest.mark.skipif("STRATA_FAULTS" not in os.environ,
-                    reason="opt-in until the divergence it finds is fixed: set STRATA_FAULTS=short|long")
 def test_acknowledged_records_survive_random_faults(fault_cluster, strata_bin, java):
     schedule = os.environ.get("STRATA_FAULTS", "short")
     count, budget_s, rate = SCHEDULES[schedule]
