@@ -57,6 +57,6 @@ step clippy cargo clippy --workspace --all-targets -- -D warnings
 step build cargo build --workspace --release --bins
 step rust-tests cargo test --workspace --release
 step client-tests env STRATA_BIN="$TARGET_DIR/release/strata" \
-  .test-deps/venv/bin/python -m pytest tests/clients -q
+  .test-deps/venv/bin/python -m pytest tests/clients -q --durations=15
 step fuzz scripts/fuzz-smoke.sh
 CURRENT=done
