@@ -9,6 +9,9 @@
 //!   a user's change survives), points the manager at the topic store
 //!   (every eligible partition is tiered; creation, deletion and config
 //!   changes are picked up at the next task round) and starts its tasks.
+//!   In cluster mode only the leader of a partition copies; followers learn
+//!   the copied offset from the catalogue ([`on_leadership_change`] applies
+//!   each new snapshot's leaderships at once).
 //! - [`remote_read`] (Fetch): an offset below the local log start of a
 //!   tiered partition is read from remote storage on the bounded reader pool.
 //! - [`list_offset`] (ListOffsets): EARLIEST spans both tiers, LATEST_TIERED
@@ -20,7 +23,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use strata_log::{Log, LogConfig, LogError, Offset, SharedClock, Timestamp};
-use strata_tiered::{RemoteLogManager, TieredError};
+use strata_tiered::{RemoteLogManager, ReplicaRole, TieredError};
 
 use crate::api_error::ApiError;
 use crate::broker::Broker;
@@ -135,19 +138,42 @@ fn refuse_tiered_topics(b: &Broker) -> Result<(), BrokerError> {
     }
 }
 
-fn tiered_partitions(b: &Broker) -> Vec<(Arc<Log>, uuid::Uuid)> {
+/// Every local replica of an eligible topic with this broker's role for it:
+/// a single node leads all; in cluster mode the applied snapshot says
+/// (replicas that are not assigned here, e.g. strays kept on a guess, are
+/// left out).
+fn tiered_partitions(b: &Broker) -> Vec<(Arc<Log>, uuid::Uuid, ReplicaRole)> {
     let mut out = Vec::new();
     for info in b.topics.list() {
         if !strata_tiered::topic_eligible(&info.name, &b.topic_config(&info)) {
             continue;
         }
         for p in 0..info.partitions {
-            if let Some(log) = b.log(&info.name, p) {
-                out.push((log, info.id));
-            }
+            let Some(log) = b.log(&info.name, p) else {
+                continue;
+            };
+            let role = match &b.cluster {
+                None => ReplicaRole::Leader,
+                Some(cluster) => match b.partition_state(&info, p) {
+                    Some(s) if s.leader == cluster.node_id() => ReplicaRole::Leader,
+                    Some(s) if s.replicas.contains(&cluster.node_id()) => ReplicaRole::Follower,
+                    _ => continue,
+                },
+            };
+            out.push((log, info.id, role));
         }
     }
     out
+}
+
+/// Cluster mode, after each applied metadata snapshot (blocking caller):
+/// Kafka's `onLeadershipChange` — a partition this broker now leads starts
+/// copying at the next task round, one it stopped leading stops, without
+/// waiting for the task interval to notice.
+pub(crate) fn on_leadership_change(b: &Broker) {
+    if let Some(rlm) = b.tiered.get() {
+        rlm.sync_partitions();
+    }
 }
 
 /// Stop the remote tier's tasks (before the logs close).

@@ -4,6 +4,15 @@
 //! `remote.log.manager.task.interval.ms`, the remote read path on a bounded
 //! reader pool, and the gate local retention asks before deleting.
 //!
+//! Each tiered replica has a [`ReplicaRole`] (Kafka `onLeadershipChange`):
+//! only a leader copies. A follower runs Kafka's follower task instead — it
+//! re-reads the highest copied offset from the catalogue each round, so its
+//! local retention deletes only what is in the remote tier. While the
+//! catalogue is kept per broker (`__remote_log_metadata` is not replicated
+//! yet), the expiration task still runs on a follower: its catalogue then
+//! holds only the segments this broker copied while it led, and nobody
+//! else knows them to expire them.
+//!
 //! # Locks
 //!
 //! `partitions` (`RwLock`) maps partitions to their [`TieredPartition`];
@@ -46,11 +55,23 @@ use crate::tasks::pool::BoundedPool;
 /// Offsets of the remote tier are "none yet".
 const NONE: i64 = -1;
 
-/// One tiered partition led by this broker.
+/// What this broker is for a tiered partition (Kafka: the `leaders` and
+/// `followers` sets of `onLeadershipChange`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaRole {
+    /// Copies sealed segments to the remote tier and expires them.
+    Leader,
+    /// Never copies; learns the highest copied offset from the catalogue.
+    Follower,
+}
+
+/// One tiered partition this broker holds a replica of.
 #[derive(Debug)]
 pub struct TieredPartition {
     pub tip: TopicIdPartition,
     pub log: Arc<Log>,
+    /// True while this broker leads the partition (only a leader copies).
+    pub(crate) leader: std::sync::atomic::AtomicBool,
     /// Kafka `highestOffsetInRemoteStorage` (inclusive), −1 when nothing is
     /// copied. Only rises; gates local deletion.
     pub(crate) highest_remote: AtomicI64,
@@ -67,6 +88,15 @@ impl TieredPartition {
     /// The partition's log start across tiers (Kafka `logStartOffset`).
     pub fn log_start_offset(&self) -> Offset {
         Offset(self.log_start.load(Ordering::Acquire)).max(self.log.log_start_offset())
+    }
+
+    /// This broker's role for the partition now.
+    pub fn role(&self) -> ReplicaRole {
+        if self.leader.load(Ordering::Acquire) {
+            ReplicaRole::Leader
+        } else {
+            ReplicaRole::Follower
+        }
     }
 }
 
@@ -103,8 +133,8 @@ pub struct RemoteLogManager {
     pub(crate) copied_since_retention: std::sync::atomic::AtomicBool,
 }
 
-/// Lists the partitions to tier: `(log, topic id)`.
-pub type PartitionSource = Arc<dyn Fn() -> Vec<(Arc<Log>, Uuid)> + Send + Sync>;
+/// Lists the partitions to tier: `(log, topic id, this broker's role)`.
+pub type PartitionSource = Arc<dyn Fn() -> Vec<(Arc<Log>, Uuid, ReplicaRole)> + Send + Sync>;
 
 impl std::fmt::Debug for RemoteLogManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -225,10 +255,25 @@ impl RemoteLogManager {
         &self.rlmm
     }
 
-    /// Start tiering `log` (this broker leads it and its topic is
-    /// eligible). Idempotent.
+    /// Start tiering `log` as its leader (its topic is eligible).
+    /// Idempotent.
     pub fn register(&self, log: Arc<Log>, topic_id: Uuid) {
+        self.register_as(log, topic_id, ReplicaRole::Leader);
+    }
+
+    /// Start tiering `log` with `role`, or change the role of a registered
+    /// partition (Kafka `onLeadershipChange`: a new leader starts copying
+    /// at its next task round, a new follower stops).
+    pub fn register_as(&self, log: Arc<Log>, topic_id: Uuid, role: ReplicaRole) {
         let tp = log.topic_partition().clone();
+        if let Some(p) = self.partition(&tp) {
+            if p.role() != role {
+                tracing::info!(%tp, ?role, "tiered partition changed role");
+                p.leader
+                    .store(role == ReplicaRole::Leader, Ordering::Release);
+            }
+            return;
+        }
         let tip = TopicIdPartition::new(topic_id, tp.clone());
         let finished: Vec<_> = self
             .rlmm
@@ -265,6 +310,7 @@ impl RemoteLogManager {
         let part = Arc::new(TieredPartition {
             tip,
             log: Arc::clone(&log),
+            leader: std::sync::atomic::AtomicBool::new(role == ReplicaRole::Leader),
             highest_remote: AtomicI64::new(highest),
             log_start: AtomicI64::new(start.0),
             copying: Mutex::new(BTreeSet::new()),
@@ -313,7 +359,7 @@ impl RemoteLogManager {
         let wanted = source();
         let keep: std::collections::HashSet<TopicPartition> = wanted
             .iter()
-            .map(|(log, _)| log.topic_partition().clone())
+            .map(|(log, _, _)| log.topic_partition().clone())
             .collect();
         let stale: Vec<TopicPartition> = self
             .partitions
@@ -326,8 +372,8 @@ impl RemoteLogManager {
         for tp in stale {
             self.unregister(&tp);
         }
-        for (log, topic_id) in wanted {
-            self.register(log, topic_id);
+        for (log, topic_id, role) in wanted {
+            self.register_as(log, topic_id, role);
         }
     }
 
@@ -375,17 +421,44 @@ impl RemoteLogManager {
         }
     }
 
+    /// Kafka `RLMFollowerTask`: a follower never copies, it learns the
+    /// highest copied offset from the catalogue so that its local retention
+    /// deletes only segments already in the remote tier.
+    ///
+    /// # Errors
+    /// The catalogue cannot be read.
+    fn refresh_highest_copied(&self, p: &TieredPartition) -> Result<(), TieredError> {
+        let highest = self
+            .rlmm
+            .list_remote_log_segments(&p.tip)
+            .map_err(Self::metadata_err(&p.tip.tp))?
+            .iter()
+            .filter(|md| md.state == RemoteLogSegmentState::CopySegmentFinished)
+            .map(|md| md.end_offset.0)
+            .max()
+            .unwrap_or(NONE);
+        p.highest_remote.fetch_max(highest, Ordering::AcqRel);
+        Ok(())
+    }
+
     /// One round of every task for every partition, on the bounded pools;
     /// returns when all finished. Errors are counted and logged, and the
-    /// next round retries (Kafka's behaviour).
+    /// next round retries (Kafka's behaviour). Leaders copy; followers run
+    /// the follower task (see the module docs for expiration).
     pub fn run_tasks_once(self: &Arc<Self>) {
         self.sync_partitions();
         let (tx, rx) = mpsc::channel::<()>();
         let mut submitted = 0;
         for p in self.all() {
+            if p.role() == ReplicaRole::Follower {
+                if let Err(error) = self.refresh_highest_copied(&p) {
+                    tracing::warn!(tp = %p.tip.tp, %error, "follower task failed; retrying next run");
+                }
+            }
             let (me, part, done) = (Arc::clone(self), Arc::clone(&p), tx.clone());
-            if self
-                .copier
+            if p.role() == ReplicaRole::Leader
+                && self
+                    .copier
                 .try_submit(move || {
                     if let Err(error) = me.copy_partition(&part) {
                         tracing::warn!(tp = %part.tip.tp, %error, "remote copy failed; retrying next run");
