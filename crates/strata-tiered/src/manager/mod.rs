@@ -5,13 +5,13 @@
 //! reader pool, and the gate local retention asks before deleting.
 //!
 //! Each tiered replica has a [`ReplicaRole`] (Kafka `onLeadershipChange`):
-//! only a leader copies. A follower runs Kafka's follower task instead — it
-//! re-reads the highest copied offset from the catalogue each round, so its
-//! local retention deletes only what is in the remote tier. While the
-//! catalogue is kept per broker (`__remote_log_metadata` is not replicated
-//! yet), the expiration task still runs on a follower: its catalogue then
-//! holds only the segments this broker copied while it led, and nobody
-//! else knows them to expire them.
+//! only a leader copies and expires. Every round, every replica first
+//! re-reads the highest copied offset from the catalogue (Kafka's follower
+//! task, and the copy task's `findHighestRemoteOffset`), so a follower's
+//! local retention deletes only what is in the remote tier and a new leader
+//! copies on from where the old one stopped. No task runs until the
+//! catalogue is ready (a cluster broker's reader has caught up with
+//! `__remote_log_metadata`).
 //!
 //! # Locks
 //!
@@ -239,6 +239,32 @@ impl RemoteLogManager {
         Ok(rlm)
     }
 
+    /// A cluster broker's remote tier: the configured object store and a
+    /// catalogue kept elsewhere (`rlmm`, e.g. a
+    /// [`crate::rlmm::tailed::TailedRlmm`] fed from the replicated
+    /// `__remote_log_metadata`); no local metadata log is opened.
+    ///
+    /// # Errors
+    /// Bad storage settings, I/O.
+    pub fn open_with_rlmm(
+        config: TieredConfig,
+        logs: Arc<LogManager>,
+        broker_id: i32,
+        clock: SharedClock,
+        rlmm: Arc<dyn RemoteLogMetadataManager>,
+    ) -> Result<Arc<RemoteLogManager>, StartError> {
+        let bridge = Arc::new(Bridge::new(2)?);
+        let rsm = Arc::new(config.build_rsm(bridge)?);
+        let first_dir = logs
+            .log_dirs()
+            .first()
+            .map(|d| d.path.clone())
+            .unwrap_or_default();
+        let rlm = RemoteLogManager::new(config, broker_id, &first_dir, rsm, rlmm, clock)?;
+        let _ = rlm.logs.set(logs);
+        Ok(rlm)
+    }
+
     pub fn config(&self) -> &TieredConfig {
         &self.config
     }
@@ -421,9 +447,10 @@ impl RemoteLogManager {
         }
     }
 
-    /// Kafka `RLMFollowerTask`: a follower never copies, it learns the
-    /// highest copied offset from the catalogue so that its local retention
-    /// deletes only segments already in the remote tier.
+    /// Kafka `RLMFollowerTask` (and the copy task's first step): learn the
+    /// highest copied offset from the catalogue, so a follower's local
+    /// retention deletes only segments already in the remote tier and a new
+    /// leader does not copy again what its predecessor copied.
     ///
     /// # Errors
     /// The catalogue cannot be read.
@@ -443,22 +470,27 @@ impl RemoteLogManager {
 
     /// One round of every task for every partition, on the bounded pools;
     /// returns when all finished. Errors are counted and logged, and the
-    /// next round retries (Kafka's behaviour). Leaders copy; followers run
-    /// the follower task (see the module docs for expiration).
+    /// next round retries (Kafka's behaviour). Leaders copy and expire;
+    /// every replica learns the highest copied offset first. Nothing runs
+    /// while the catalogue is not ready.
     pub fn run_tasks_once(self: &Arc<Self>) {
         self.sync_partitions();
+        if !self.rlmm.is_ready() {
+            tracing::debug!("remote log metadata not ready; no task this round");
+            return;
+        }
         let (tx, rx) = mpsc::channel::<()>();
         let mut submitted = 0;
         for p in self.all() {
+            if let Err(error) = self.refresh_highest_copied(&p) {
+                tracing::warn!(tp = %p.tip.tp, %error, "reading the highest copied offset failed; retrying next run");
+            }
             if p.role() == ReplicaRole::Follower {
-                if let Err(error) = self.refresh_highest_copied(&p) {
-                    tracing::warn!(tp = %p.tip.tp, %error, "follower task failed; retrying next run");
-                }
+                continue;
             }
             let (me, part, done) = (Arc::clone(self), Arc::clone(&p), tx.clone());
-            if p.role() == ReplicaRole::Leader
-                && self
-                    .copier
+            if self
+                .copier
                 .try_submit(move || {
                     if let Err(error) = me.copy_partition(&part) {
                         tracing::warn!(tp = %part.tip.tp, %error, "remote copy failed; retrying next run");
@@ -521,8 +553,10 @@ impl RemoteLogManager {
         Ok(())
     }
 
-    /// Stop the scheduler and the pools (running tasks finish first).
+    /// Stop the scheduler and the pools (running tasks finish first; a
+    /// catalogue write still waiting gives up).
     pub fn shutdown(&self) {
+        self.rlmm.close();
         {
             let (lock, cv) = &self.stop;
             *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
