@@ -33,6 +33,8 @@
 //! - `placement`: Kafka's replica placement.
 //! - `topics`: the persisted topic metadata store (`strata-topics.json`).
 //! - `reconcile`: startup agreement between the store and the log directories.
+//! - `remote_metadata`: cluster mode's replicated `__remote_log_metadata`
+//!   (its creation, the writer to its leaders, the reader every broker runs).
 //! - `offline`: which hosted partitions cannot be served and why.
 //! - `dynamic_config`: dynamic broker configs (KIP-226), kept across restarts
 //!   (`strata-broker-configs.json`).
@@ -68,6 +70,7 @@ mod partition_sync;
 mod placement;
 mod protocol_log;
 mod reconcile;
+mod remote_metadata;
 mod replication;
 mod response;
 mod server;

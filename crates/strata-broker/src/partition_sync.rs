@@ -44,6 +44,8 @@ pub(crate) async fn run(
                 .blocking(move |b| apply(b, &previous, &snapshot))
                 .await;
             cluster.set_applied(next);
+            // Leaderships are read from the applied snapshot: after set_applied.
+            broker.blocking(crate::tiered::on_leadership_change).await;
             broker.groups.set_owned_partitions(&broker, led).await;
             broker.notify_appended();
         }

@@ -3,12 +3,17 @@
 //! [`strata_tiered::RemoteLogManager`].
 //!
 //! - [`start`] (broker start): builds the manager when
-//!   `remote.log.storage.system.enable=true`, creates `__remote_log_metadata`
-//!   in the topic store the first time (Kafka's topic config: unlimited
+//!   `remote.log.storage.system.enable=true`. Cluster mode: the catalogue is
+//!   a [`TailedRlmm`] fed by [`remote_metadata`] (the replicated
+//!   `__remote_log_metadata`, created through the cluster). Single node:
+//!   creates `__remote_log_metadata` in the topic store the first time (Kafka's topic config: unlimited
 //!   retention, delete policy; later starts keep whatever config it has, so
 //!   a user's change survives), points the manager at the topic store
 //!   (every eligible partition is tiered; creation, deletion and config
 //!   changes are picked up at the next task round) and starts its tasks.
+//!   In cluster mode only the leader of a partition copies; followers learn
+//!   the copied offset from the catalogue ([`on_leadership_change`] applies
+//!   each new snapshot's leaderships at once).
 //! - [`remote_read`] (Fetch): an offset below the local log start of a
 //!   tiered partition is read from remote storage on the bounded reader pool.
 //! - [`list_offset`] (ListOffsets): EARLIEST spans both tiers, LATEST_TIERED
@@ -20,11 +25,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use strata_log::{Log, LogConfig, LogError, Offset, SharedClock, Timestamp};
-use strata_tiered::{RemoteLogManager, TieredError};
+use strata_tiered::rlmm::tailed::TailedRlmm;
+use strata_tiered::{RemoteLogManager, ReplicaRole, TieredError};
 
 use crate::api_error::ApiError;
 use crate::broker::Broker;
 use crate::error::BrokerError;
+use crate::remote_metadata;
+
+/// How long a metadata write waits to read its own record back.
+const READ_BACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 const EARLIEST: i64 = -2;
 const LATEST_TIERED: i64 = -5;
@@ -38,15 +48,35 @@ pub(crate) async fn start(broker: &Arc<Broker>, clock: SharedClock) -> Result<()
     if !config.enabled {
         return refuse_tiered_topics(broker);
     }
-    ensure_metadata_topic(broker, config.metadata_partitions)?;
     let (logs, node_id) = (broker.logs.clone(), broker.config.node_id);
-    let rlm =
-        tokio::task::spawn_blocking(move || RemoteLogManager::open(config, logs, node_id, clock))
-            .await
-            .map_err(|source| BrokerError::Task {
-                task: "starting tiered storage",
-                source,
-            })??;
+    let open = match &broker.cluster {
+        None => {
+            ensure_metadata_topic(broker, config.metadata_partitions)?;
+            tokio::task::spawn_blocking(move || {
+                RemoteLogManager::open(config, logs, node_id, clock)
+            })
+        }
+        Some(cluster) => {
+            let writer = Arc::new(remote_metadata::Writer::new(
+                Arc::clone(cluster),
+                config.metadata_partitions,
+            ));
+            let rlmm = Arc::new(TailedRlmm::new(writer, clock.clone(), READ_BACK_TIMEOUT));
+            tokio::spawn(remote_metadata::run_reader(
+                Arc::clone(broker),
+                Arc::clone(cluster),
+                Arc::clone(&rlmm),
+                broker.shutdown.clone(),
+            ));
+            tokio::task::spawn_blocking(move || {
+                RemoteLogManager::open_with_rlmm(config, logs, node_id, clock, rlmm)
+            })
+        }
+    };
+    let rlm = open.await.map_err(|source| BrokerError::Task {
+        task: "starting tiered storage",
+        source,
+    })??;
     let weak = Arc::downgrade(broker);
     rlm.set_partition_source(Arc::new(move || match weak.upgrade() {
         Some(b) => tiered_partitions(&b),
@@ -135,19 +165,42 @@ fn refuse_tiered_topics(b: &Broker) -> Result<(), BrokerError> {
     }
 }
 
-fn tiered_partitions(b: &Broker) -> Vec<(Arc<Log>, uuid::Uuid)> {
+/// Every local replica of an eligible topic with this broker's role for it:
+/// a single node leads all; in cluster mode the applied snapshot says
+/// (replicas that are not assigned here, e.g. strays kept on a guess, are
+/// left out).
+fn tiered_partitions(b: &Broker) -> Vec<(Arc<Log>, uuid::Uuid, ReplicaRole)> {
     let mut out = Vec::new();
     for info in b.topics.list() {
         if !strata_tiered::topic_eligible(&info.name, &b.topic_config(&info)) {
             continue;
         }
         for p in 0..info.partitions {
-            if let Some(log) = b.log(&info.name, p) {
-                out.push((log, info.id));
-            }
+            let Some(log) = b.log(&info.name, p) else {
+                continue;
+            };
+            let role = match &b.cluster {
+                None => ReplicaRole::Leader,
+                Some(cluster) => match b.partition_state(&info, p) {
+                    Some(s) if s.leader == cluster.node_id() => ReplicaRole::Leader,
+                    Some(s) if s.replicas.contains(&cluster.node_id()) => ReplicaRole::Follower,
+                    _ => continue,
+                },
+            };
+            out.push((log, info.id, role));
         }
     }
     out
+}
+
+/// Cluster mode, after each applied metadata snapshot (blocking caller):
+/// Kafka's `onLeadershipChange` — a partition this broker now leads starts
+/// copying at the next task round, one it stopped leading stops, without
+/// waiting for the task interval to notice.
+pub(crate) fn on_leadership_change(b: &Broker) {
+    if let Some(rlm) = b.tiered.get() {
+        rlm.sync_partitions();
+    }
 }
 
 /// Stop the remote tier's tasks (before the logs close).

@@ -97,6 +97,9 @@ pub struct TieredConfig {
     pub custom_metadata_max_bytes: usize,
     /// `rlmm.config.remote.log.metadata.topic.num.partitions`.
     pub metadata_partitions: i32,
+    /// `rlmm.config.remote.log.metadata.topic.replication.factor` (cluster
+    /// mode: replicas of `__remote_log_metadata`).
+    pub metadata_replication_factor: i16,
     /// `rlmm.config.remote.log.metadata.topic.retention.ms` (-1: never
     /// expire), the `retention.ms` the metadata topic is created with.
     pub metadata_topic_retention_ms: i64,
@@ -236,6 +239,15 @@ static TABLE: &[Def] = &[
         |c| c.metadata_partitions.to_string(),
     ),
     Def::new(
+        "rlmm.config.remote.log.metadata.topic.replication.factor",
+        ConfigType::Int,
+        "3",
+        Validator::Between(1, i16::MAX as i64),
+        "Replicas of __remote_log_metadata (cluster mode).",
+        |c, v| c.metadata_replication_factor = i16::try_from(v.int()).unwrap_or(i16::MAX),
+        |c| c.metadata_replication_factor.to_string(),
+    ),
+    Def::new(
         "rlmm.config.remote.log.metadata.topic.retention.ms",
         ConfigType::Long,
         "-1",
@@ -279,6 +291,7 @@ impl TieredConfig {
             index_cache_total_bytes: 0,
             custom_metadata_max_bytes: 0,
             metadata_partitions: 0,
+            metadata_replication_factor: 0,
             metadata_topic_retention_ms: 0,
         };
         let mut c = defaults(TABLE, blank);

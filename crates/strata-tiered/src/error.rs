@@ -81,6 +81,27 @@ pub enum MetadataError {
         #[source]
         source: SerdeError,
     },
+    /// Cluster mode: the metadata partition's leader did not take the
+    /// record (not reachable, not leader, not enough in-sync replicas...).
+    #[error("writing to metadata partition {partition}")]
+    Write {
+        partition: i32,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The broker is stopping; the catalogue takes no more writes.
+    #[error("remote log metadata closed: the broker is stopping")]
+    Closed,
+    /// Cluster mode: a written record was not read back from the metadata
+    /// topic in time (read-your-writes could not be given).
+    #[error(
+        "record {offset} of metadata partition {partition} not read back within {waited_ms} ms"
+    )]
+    NotReadBack {
+        partition: i32,
+        offset: i64,
+        waited_ms: u64,
+    },
 }
 
 /// A malformed `__remote_log_metadata` record value.

@@ -50,7 +50,7 @@ pub mod validate;
 pub use bridge::Bridge;
 pub use config::{StorageLocation, TieredConfig};
 pub use error::{MetadataError, RemoteStorageError, SerdeError, TieredConfigError, TieredError};
-pub use manager::{topic_eligible, RemoteLogManager, StartError};
+pub use manager::{topic_eligible, RemoteLogManager, ReplicaRole, StartError};
 pub use metadata::{
     RemoteLogSegmentId, RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState, RemotePartitionDeleteMetadata, RemotePartitionDeleteState,

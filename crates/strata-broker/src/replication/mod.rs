@@ -18,7 +18,7 @@
 //!
 //! `docs/replication.md` describes the protocol as implemented.
 
-mod client;
+pub(crate) mod client;
 mod divergence;
 mod fetcher;
 mod isr;

@@ -31,6 +31,11 @@ impl RemoteLogManager {
     /// One copy run for one partition; returns how many segments it copied.
     pub(crate) fn copy_partition(&self, p: &TieredPartition) -> Result<usize, TieredError> {
         let _run = p.copy_run.lock().unwrap_or_else(|e| e.into_inner());
+        // Only the leader copies (Kafka cancels a follower's copy task); a
+        // run queued before the leadership moved does nothing.
+        if p.role() != super::ReplicaRole::Leader {
+            return Ok(0);
+        }
         let log = &p.log;
         // `remote.log.copy.disable=true`: read-only tiering, expiration only.
         if log.config().remote_log_copy_disable {

@@ -16,6 +16,11 @@ impl RemoteLogManager {
         // finish between our listing (STARTED) and our look at `copying`,
         // and its live segment would be taken for an abandoned one.
         let _no_copy = p.copy_run.lock().unwrap_or_else(|e| e.into_inner());
+        // Only the leader expires; a run queued before leadership moved
+        // does nothing.
+        if p.role() != super::ReplicaRole::Leader {
+            return Ok(0);
+        }
         let tp = &p.tip.tp;
         let segments = self
             .rlmm

@@ -4,6 +4,15 @@
 //! `remote.log.manager.task.interval.ms`, the remote read path on a bounded
 //! reader pool, and the gate local retention asks before deleting.
 //!
+//! Each tiered replica has a [`ReplicaRole`] (Kafka `onLeadershipChange`):
+//! only a leader copies and expires. Every round, every replica first
+//! re-reads the highest copied offset from the catalogue (Kafka's follower
+//! task, and the copy task's `findHighestRemoteOffset`), so a follower's
+//! local retention deletes only what is in the remote tier and a new leader
+//! copies on from where the old one stopped. No task runs until the
+//! catalogue is ready (a cluster broker's reader has caught up with
+//! `__remote_log_metadata`).
+//!
 //! # Locks
 //!
 //! `partitions` (`RwLock`) maps partitions to their [`TieredPartition`];
@@ -46,11 +55,23 @@ use crate::tasks::pool::BoundedPool;
 /// Offsets of the remote tier are "none yet".
 const NONE: i64 = -1;
 
-/// One tiered partition led by this broker.
+/// What this broker is for a tiered partition (Kafka: the `leaders` and
+/// `followers` sets of `onLeadershipChange`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaRole {
+    /// Copies sealed segments to the remote tier and expires them.
+    Leader,
+    /// Never copies; learns the highest copied offset from the catalogue.
+    Follower,
+}
+
+/// One tiered partition this broker holds a replica of.
 #[derive(Debug)]
 pub struct TieredPartition {
     pub tip: TopicIdPartition,
     pub log: Arc<Log>,
+    /// True while this broker leads the partition (only a leader copies).
+    pub(crate) leader: std::sync::atomic::AtomicBool,
     /// Kafka `highestOffsetInRemoteStorage` (inclusive), −1 when nothing is
     /// copied. Only rises; gates local deletion.
     pub(crate) highest_remote: AtomicI64,
@@ -67,6 +88,15 @@ impl TieredPartition {
     /// The partition's log start across tiers (Kafka `logStartOffset`).
     pub fn log_start_offset(&self) -> Offset {
         Offset(self.log_start.load(Ordering::Acquire)).max(self.log.log_start_offset())
+    }
+
+    /// This broker's role for the partition now.
+    pub fn role(&self) -> ReplicaRole {
+        if self.leader.load(Ordering::Acquire) {
+            ReplicaRole::Leader
+        } else {
+            ReplicaRole::Follower
+        }
     }
 }
 
@@ -103,8 +133,8 @@ pub struct RemoteLogManager {
     pub(crate) copied_since_retention: std::sync::atomic::AtomicBool,
 }
 
-/// Lists the partitions to tier: `(log, topic id)`.
-pub type PartitionSource = Arc<dyn Fn() -> Vec<(Arc<Log>, Uuid)> + Send + Sync>;
+/// Lists the partitions to tier: `(log, topic id, this broker's role)`.
+pub type PartitionSource = Arc<dyn Fn() -> Vec<(Arc<Log>, Uuid, ReplicaRole)> + Send + Sync>;
 
 impl std::fmt::Debug for RemoteLogManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -209,6 +239,32 @@ impl RemoteLogManager {
         Ok(rlm)
     }
 
+    /// A cluster broker's remote tier: the configured object store and a
+    /// catalogue kept elsewhere (`rlmm`, e.g. a
+    /// [`crate::rlmm::tailed::TailedRlmm`] fed from the replicated
+    /// `__remote_log_metadata`); no local metadata log is opened.
+    ///
+    /// # Errors
+    /// Bad storage settings, I/O.
+    pub fn open_with_rlmm(
+        config: TieredConfig,
+        logs: Arc<LogManager>,
+        broker_id: i32,
+        clock: SharedClock,
+        rlmm: Arc<dyn RemoteLogMetadataManager>,
+    ) -> Result<Arc<RemoteLogManager>, StartError> {
+        let bridge = Arc::new(Bridge::new(2)?);
+        let rsm = Arc::new(config.build_rsm(bridge)?);
+        let first_dir = logs
+            .log_dirs()
+            .first()
+            .map(|d| d.path.clone())
+            .unwrap_or_default();
+        let rlm = RemoteLogManager::new(config, broker_id, &first_dir, rsm, rlmm, clock)?;
+        let _ = rlm.logs.set(logs);
+        Ok(rlm)
+    }
+
     pub fn config(&self) -> &TieredConfig {
         &self.config
     }
@@ -225,10 +281,25 @@ impl RemoteLogManager {
         &self.rlmm
     }
 
-    /// Start tiering `log` (this broker leads it and its topic is
-    /// eligible). Idempotent.
+    /// Start tiering `log` as its leader (its topic is eligible).
+    /// Idempotent.
     pub fn register(&self, log: Arc<Log>, topic_id: Uuid) {
+        self.register_as(log, topic_id, ReplicaRole::Leader);
+    }
+
+    /// Start tiering `log` with `role`, or change the role of a registered
+    /// partition (Kafka `onLeadershipChange`: a new leader starts copying
+    /// at its next task round, a new follower stops).
+    pub fn register_as(&self, log: Arc<Log>, topic_id: Uuid, role: ReplicaRole) {
         let tp = log.topic_partition().clone();
+        if let Some(p) = self.partition(&tp) {
+            if p.role() != role {
+                tracing::info!(%tp, ?role, "tiered partition changed role");
+                p.leader
+                    .store(role == ReplicaRole::Leader, Ordering::Release);
+            }
+            return;
+        }
         let tip = TopicIdPartition::new(topic_id, tp.clone());
         let finished: Vec<_> = self
             .rlmm
@@ -265,6 +336,7 @@ impl RemoteLogManager {
         let part = Arc::new(TieredPartition {
             tip,
             log: Arc::clone(&log),
+            leader: std::sync::atomic::AtomicBool::new(role == ReplicaRole::Leader),
             highest_remote: AtomicI64::new(highest),
             log_start: AtomicI64::new(start.0),
             copying: Mutex::new(BTreeSet::new()),
@@ -313,7 +385,7 @@ impl RemoteLogManager {
         let wanted = source();
         let keep: std::collections::HashSet<TopicPartition> = wanted
             .iter()
-            .map(|(log, _)| log.topic_partition().clone())
+            .map(|(log, _, _)| log.topic_partition().clone())
             .collect();
         let stale: Vec<TopicPartition> = self
             .partitions
@@ -326,8 +398,8 @@ impl RemoteLogManager {
         for tp in stale {
             self.unregister(&tp);
         }
-        for (log, topic_id) in wanted {
-            self.register(log, topic_id);
+        for (log, topic_id, role) in wanted {
+            self.register_as(log, topic_id, role);
         }
     }
 
@@ -375,14 +447,47 @@ impl RemoteLogManager {
         }
     }
 
+    /// Kafka `RLMFollowerTask` (and the copy task's first step): learn the
+    /// highest copied offset from the catalogue, so a follower's local
+    /// retention deletes only segments already in the remote tier and a new
+    /// leader does not copy again what its predecessor copied.
+    ///
+    /// # Errors
+    /// The catalogue cannot be read.
+    fn refresh_highest_copied(&self, p: &TieredPartition) -> Result<(), TieredError> {
+        let highest = self
+            .rlmm
+            .list_remote_log_segments(&p.tip)
+            .map_err(Self::metadata_err(&p.tip.tp))?
+            .iter()
+            .filter(|md| md.state == RemoteLogSegmentState::CopySegmentFinished)
+            .map(|md| md.end_offset.0)
+            .max()
+            .unwrap_or(NONE);
+        p.highest_remote.fetch_max(highest, Ordering::AcqRel);
+        Ok(())
+    }
+
     /// One round of every task for every partition, on the bounded pools;
     /// returns when all finished. Errors are counted and logged, and the
-    /// next round retries (Kafka's behaviour).
+    /// next round retries (Kafka's behaviour). Leaders copy and expire;
+    /// every replica learns the highest copied offset first. Nothing runs
+    /// while the catalogue is not ready.
     pub fn run_tasks_once(self: &Arc<Self>) {
         self.sync_partitions();
+        if !self.rlmm.is_ready() {
+            tracing::debug!("remote log metadata not ready; no task this round");
+            return;
+        }
         let (tx, rx) = mpsc::channel::<()>();
         let mut submitted = 0;
         for p in self.all() {
+            if let Err(error) = self.refresh_highest_copied(&p) {
+                tracing::warn!(tp = %p.tip.tp, %error, "reading the highest copied offset failed; retrying next run");
+            }
+            if p.role() == ReplicaRole::Follower {
+                continue;
+            }
             let (me, part, done) = (Arc::clone(self), Arc::clone(&p), tx.clone());
             if self
                 .copier
@@ -448,8 +553,10 @@ impl RemoteLogManager {
         Ok(())
     }
 
-    /// Stop the scheduler and the pools (running tasks finish first).
+    /// Stop the scheduler and the pools (running tasks finish first; a
+    /// catalogue write still waiting gives up).
     pub fn shutdown(&self) {
+        self.rlmm.close();
         {
             let (lock, cv) = &self.stop;
             *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;

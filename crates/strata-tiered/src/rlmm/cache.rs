@@ -267,6 +267,18 @@ impl MemoryRlmm {
         cache.apply(event)
     }
 
+    /// Would the state machine accept `event` now?
+    ///
+    /// # Errors
+    /// The state machine's rejection.
+    pub fn check(&self, event: &MetadataEvent) -> Result<(), MetadataError> {
+        let partitions = self.partitions.lock().unwrap_or_else(|p| p.into_inner());
+        match partitions.get(event.partition()) {
+            Some(cache) => cache.check(event),
+            None => PartitionCache::default().check(event),
+        }
+    }
+
     /// Apply an event without persisting (replay at startup).
     ///
     /// # Errors

@@ -6,11 +6,16 @@
 //! - [`serde`]: the `__remote_log_metadata` record values (api-key framed).
 //! - [`partitioner`]: user partition → metadata partition.
 //! - [`topic`]: [`TopicRlmm`], which writes every event to the metadata
-//!   topic before applying it and rebuilds the catalogue from it at start.
+//!   topic before applying it and rebuilds the catalogue from it at start
+//!   (a single node: the topic's partitions are local logs).
+//! - [`tailed`]: [`tailed::TailedRlmm`], a cluster broker's catalogue: writes go
+//!   to the replicated topic's leaders, the catalogue applies what a reader
+//!   of the topic hands back.
 
 pub mod cache;
 pub mod partitioner;
 pub mod serde;
+pub mod tailed;
 pub mod topic;
 
 use strata_log::{LeaderEpoch, Offset};
@@ -118,6 +123,18 @@ pub trait RemoteLogMetadataManager: Send + Sync + std::fmt::Debug {
 
     /// Every partition the catalogue knows.
     fn partitions(&self) -> Vec<TopicIdPartition>;
+
+    /// False while the catalogue is still being read (Kafka: not
+    /// initialized, `ReplicaNotAvailableException`): the remote log manager
+    /// runs no task then, so nothing is copied again or left unexpired
+    /// because the catalogue did not know it yet.
+    fn is_ready(&self) -> bool {
+        true
+    }
+
+    /// The broker is stopping: a write still waiting (for a leader, for
+    /// its record to come back) gives up now.
+    fn close(&self) {}
 
     /// Sum of segment sizes listed for `epoch`.
     ///

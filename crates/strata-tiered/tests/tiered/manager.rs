@@ -20,8 +20,8 @@ use strata_tiered::rlmm::TopicRlmm;
 use strata_tiered::rsm::RemoteObject;
 use strata_tiered::{
     Bridge, IndexType, LogSegmentData, RemoteLogManager, RemoteLogSegmentMetadata,
-    RemoteLogSegmentState, RemoteStorageError, RemoteStorageManager, TieredConfig, TieredError,
-    TopicIdPartition,
+    RemoteLogSegmentState, RemoteStorageError, RemoteStorageManager, ReplicaRole, TieredConfig,
+    TieredError, TopicIdPartition,
 };
 use uuid::Uuid;
 
@@ -469,4 +469,70 @@ fn failed_copy_is_undone_and_retried() {
         .unwrap()
         .1;
     assert_eq!(errors, 1);
+}
+
+/// Kafka `onLeadershipChange`: a follower never copies (its task rounds
+/// leave the remote tier untouched), learns the highest copied offset from
+/// the catalogue the leader writes (so its local retention may delete what
+/// is copied), and copies once it leads; a leader that becomes a follower
+/// stops copying.
+#[test]
+fn only_the_leader_copies_and_a_follower_learns_the_copied_offset() {
+    let f = fixture();
+    produce(&f, 120);
+    let sealed = f.log.segments().len() - 1;
+    assert!(sealed >= 4, "small segment.bytes must roll: {sealed}");
+    let meta = Arc::new(LogManagerMetadataLog::open(Arc::clone(&f.logs), 3).unwrap());
+    let (rlmm, _) = TopicRlmm::open(meta, f.clock.clone()).unwrap();
+    let rlmm: Arc<dyn strata_tiered::RemoteLogMetadataManager> = Arc::new(rlmm);
+    let rsm = local_rsm(&f);
+    let manager = || {
+        RemoteLogManager::new(
+            tiered_config(),
+            0,
+            &f.root.join("logs"),
+            Arc::clone(&rsm),
+            Arc::clone(&rlmm),
+            f.clock.clone(),
+        )
+        .unwrap()
+    };
+    let tip = TopicIdPartition::new(TOPIC_ID, f.tp.clone());
+
+    let follower = manager();
+    follower.register_as(Arc::clone(&f.log), TOPIC_ID, ReplicaRole::Follower);
+    follower.run_tasks_once();
+    assert!(
+        rlmm.list_remote_log_segments(&tip).unwrap().is_empty(),
+        "a follower copied"
+    );
+    assert_eq!(follower.highest_offset_in_remote_storage(&f.tp), None);
+    assert_eq!(follower.copy_once(&f.tp).unwrap(), 0, "a follower copied");
+
+    // Another broker leads and copies into the shared catalogue; the
+    // follower's next round learns the copied offset.
+    let leader = manager();
+    leader.register(Arc::clone(&f.log), TOPIC_ID);
+    leader.run_tasks_once();
+    let copied = leader.highest_offset_in_remote_storage(&f.tp);
+    assert_eq!(rlmm.list_remote_log_segments(&tip).unwrap().len(), sealed);
+    assert!(copied.is_some());
+    follower.run_tasks_once();
+    assert_eq!(follower.highest_offset_in_remote_storage(&f.tp), copied);
+    assert!(follower.may_delete_locally(&f.tp, Offset(copied.unwrap().0 + 1)));
+
+    // Leadership moves: the old leader stops, the new one copies.
+    leader.register_as(Arc::clone(&f.log), TOPIC_ID, ReplicaRole::Follower);
+    produce(&f, 60);
+    leader.run_tasks_once();
+    assert_eq!(leader.highest_offset_in_remote_storage(&f.tp), copied);
+    let total_sealed = f.log.segments().len() - 1;
+    assert!(total_sealed > sealed);
+    follower.register_as(Arc::clone(&f.log), TOPIC_ID, ReplicaRole::Leader);
+    follower.run_tasks_once();
+    assert_eq!(
+        rlmm.list_remote_log_segments(&tip).unwrap().len(),
+        total_sealed,
+        "the new leader copies what was sealed since"
+    );
 }
