@@ -341,6 +341,10 @@ PRODUCER_CONFIG = {
     "topic.metadata.refresh.interval.ms": 2_000,
     "log_level": 4,  # warnings and worse: every fault disconnects, and librdkafka says so at info
 }
+# STRATA_FAULTS_CLIENT_DEBUG=eos (any librdkafka `debug` contexts) traces the producers' idempotence
+# decisions (epoch bumps, duplicate and out-of-order sequence answers) into the test's output.
+if os.environ.get("STRATA_FAULTS_CLIENT_DEBUG"):
+    PRODUCER_CONFIG.update(debug=os.environ["STRATA_FAULTS_CLIENT_DEBUG"], log_level=7)
 
 
 @dataclass
