@@ -432,6 +432,7 @@ fn open_logs(
         replica_high_watermark_checkpoint_interval_ms: config
             .replication
             .high_watermark_checkpoint_interval_ms,
+        alter_log_dirs_max_bytes_per_second: config.alter_log_dirs_max_bytes_per_second,
         fs,
     };
     let provider_store = store.clone();
