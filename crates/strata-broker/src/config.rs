@@ -115,6 +115,9 @@ pub struct BrokerConfig {
     pub rack: Option<String>,
     /// `log.dirs` (or `log.dir`), comma separated.
     pub log_dirs: Vec<PathBuf>,
+    /// `replica.alter.log.dirs.io.max.bytes.per.second`: the copy rate of
+    /// log-dir moves (AlterReplicaLogDirs); `i64::MAX` is unthrottled.
+    pub alter_log_dirs_max_bytes_per_second: i64,
     /// `num.partitions` for auto-created topics and CreateTopics with -1.
     pub num_partitions: i32,
     /// `default.replication.factor`.
@@ -591,6 +594,15 @@ static TABLE: &[Def] = &[
         |c| c.replication.socket_timeout_ms.to_string(),
     ),
     Def::new(
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        ConfigType::Long,
+        "9223372036854775807",
+        Validator::AtLeast(1),
+        "The bytes per second log-dir moves (AlterReplicaLogDirs) copy at most, all moves together.",
+        |c, v| c.alter_log_dirs_max_bytes_per_second = v.long(),
+        |c| c.alter_log_dirs_max_bytes_per_second.to_string(),
+    ),
+    Def::new(
         "replica.high.watermark.checkpoint.interval.ms",
         ConfigType::Long,
         "5000",
@@ -692,6 +704,7 @@ impl BrokerConfig {
             node_id: 1,
             rack: None,
             log_dirs: Vec::new(),
+            alter_log_dirs_max_bytes_per_second: 0,
             num_partitions: 0,
             default_replication_factor: 0,
             auto_create_topics_enable: false,

@@ -110,6 +110,7 @@ pub(crate) fn log_error_code(e: &LogError) -> ResponseError {
         | LogError::Index { .. }
         | LogError::Checkpoint { .. } => R::KafkaStorageError,
         LogError::Closed { .. } => R::NotLeaderOrFollower,
+        LogError::UnknownLogDir { .. } => R::LogDirNotFound,
         LogError::Config { .. } => R::InvalidConfig,
         LogError::ProducerState { source, .. } => producer_state_code(source),
         // Broker-internal failures Kafka answers as any other throwable.

@@ -279,6 +279,12 @@ async fn start_clustered(
         clock.clone(),
     );
     broker.replicas = Some(replicas.clone());
+    // After a log-dir move the replica follows its log to the new dir.
+    let (moved, runtime) = (replicas.clone(), tokio::runtime::Handle::current());
+    logs.set_log_replaced_hook(Some(Arc::new(move |tp, log| {
+        let _in_runtime = runtime.enter();
+        moved.replace_log(tp, log);
+    })));
     broker.groups.own_nothing();
     let broker = Arc::new(broker);
     replicas.start(shutdown_rx.clone());
@@ -432,6 +438,7 @@ fn open_logs(
         replica_high_watermark_checkpoint_interval_ms: config
             .replication
             .high_watermark_checkpoint_interval_ms,
+        alter_log_dirs_max_bytes_per_second: config.alter_log_dirs_max_bytes_per_second,
         fs,
     };
     let provider_store = store.clone();

@@ -135,6 +135,7 @@ fn empty(api: ApiKey) -> Option<RequestKind> {
         ApiKey::OffsetForLeaderEpoch => K::OffsetForLeaderEpoch(Default::default()),
         ApiKey::DescribeConfigs => K::DescribeConfigs(Default::default()),
         ApiKey::AlterConfigs => K::AlterConfigs(Default::default()),
+        ApiKey::AlterReplicaLogDirs => K::AlterReplicaLogDirs(Default::default()),
         ApiKey::DescribeLogDirs => K::DescribeLogDirs(Default::default()),
         ApiKey::CreatePartitions => K::CreatePartitions(Default::default()),
         ApiKey::IncrementalAlterConfigs => K::IncrementalAlterConfigs(Default::default()),
@@ -183,6 +184,18 @@ fn nested(api: ApiKey, version: i16) -> Option<RequestKind> {
             let mut req = AlterPartitionReassignmentsRequest::default();
             req.topics = vec![t];
             K::AlterPartitionReassignments(req)
+        }
+        ApiKey::AlterReplicaLogDirs => {
+            use alter_replica_log_dirs_request::{AlterReplicaLogDir, AlterReplicaLogDirTopic};
+            let mut t = AlterReplicaLogDirTopic::default();
+            t.name = topic("hostile");
+            t.partitions = vec![0, 0, -1];
+            let mut d = AlterReplicaLogDir::default();
+            d.path = s("/no/such/log/dir");
+            d.topics = vec![t.clone(), t];
+            let mut req = AlterReplicaLogDirsRequest::default();
+            req.dirs = vec![d.clone(), d];
+            K::AlterReplicaLogDirs(req)
         }
         ApiKey::ListPartitionReassignments => {
             let mut t =

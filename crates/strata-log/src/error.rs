@@ -108,6 +108,10 @@ pub enum LogError {
     /// No log directory is online.
     #[error("no online log directory")]
     NoOnlineDir,
+    /// A log-dir move (AlterReplicaLogDirs) named a directory that is not
+    /// one of the configured log dirs (Kafka `LogDirNotFoundException`).
+    #[error("{dir} is not a configured log directory")]
+    UnknownLogDir { dir: PathBuf },
     /// A produce or replicated batch broke an idempotence/transaction rule
     /// (the broker maps the variant to INVALID_PRODUCER_EPOCH,
     /// OUT_OF_ORDER_SEQUENCE_NUMBER, ...); nothing was written.

@@ -94,9 +94,9 @@ pub use log::{
     SegmentInfo, TimestampAndOffset,
 };
 pub use manager::{
-    LoadFilter, LogDirInfo, LogManager, LogManagerConfig, RetentionRound, RetentionSchedule,
-    TopicConfigProvider, DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
-    DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+    FutureLogInfo, LoadFilter, LogDirInfo, LogDirMove, LogManager, LogManagerConfig,
+    LogReplacedHook, RetentionRound, RetentionSchedule, TopicConfigProvider,
+    DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, DEFAULT_RETENTION_CHECK_INTERVAL_MS,
 };
 pub use metadata::{uuid_to_kafka_string, MetaProperties, MetadataError, PartitionMetadata};
 pub use producer_state::{

@@ -1,6 +1,8 @@
 //! DescribeLogDirs (key 35), versions 1–4: each log directory, whether it is
 //! online, the requested partitions it holds with their sizes, and (v4) its
-//! total and usable bytes.
+//! total and usable bytes. A replica being moved into a dir
+//! (AlterReplicaLogDirs) is listed there too with `is_future_key` and
+//! `offset_lag` = current log end − future log end (Kafka's definition).
 
 use std::collections::BTreeMap;
 
@@ -25,6 +27,7 @@ pub(crate) async fn handle(
     ctx.broker
         .blocking(move |b| {
             let mut resp = DescribeLogDirsResponse::default();
+            let futures = b.logs.future_logs();
             for dir in b.logs.log_dirs() {
                 let mut r = DescribeLogDirsResult::default();
                 r.log_dir = StrBytes::from_string(dir.path.display().to_string());
@@ -54,6 +57,28 @@ pub(crate) async fn handle(
                     p.partition_size = log.size_in_bytes() as i64;
                     p.offset_lag = 0;
                     by_topic.entry(tp.topic.clone()).or_default().push(p);
+                }
+                // A replica moving here (AlterReplicaLogDirs): Kafka's future
+                // replica, its lag behind the current log's end.
+                for f in &futures {
+                    if f.dir != dir.path {
+                        continue;
+                    }
+                    let selected = match &wanted {
+                        None => true,
+                        Some(w) => w
+                            .get(&f.tp.topic)
+                            .is_some_and(|ps| ps.contains(&f.tp.partition)),
+                    };
+                    if !selected {
+                        continue;
+                    }
+                    let mut p = DescribeLogDirsPartition::default();
+                    p.partition_index = f.tp.partition;
+                    p.partition_size = f.size as i64;
+                    p.offset_lag = f.offset_lag;
+                    p.is_future_key = true;
+                    by_topic.entry(f.tp.topic.clone()).or_default().push(p);
                 }
                 r.topics = by_topic
                     .into_iter()

@@ -18,6 +18,7 @@ use crate::response::{encode_with, Response};
 
 pub(crate) mod alter_configs;
 pub(crate) mod alter_partition_reassignments;
+pub(crate) mod alter_replica_log_dirs;
 pub(crate) mod api_versions;
 pub(crate) mod configs;
 pub(crate) mod create_partitions;
@@ -64,6 +65,7 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::AlterReplicaLogDirs, 1, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
@@ -142,6 +144,7 @@ pub(crate) async fn handle(
         ApiKey::OffsetForLeaderEpoch => route!(offset_for_leader_epoch),
         ApiKey::DescribeConfigs => route!(describe_configs),
         ApiKey::AlterConfigs => route!(alter_configs),
+        ApiKey::AlterReplicaLogDirs => route!(alter_replica_log_dirs),
         ApiKey::DescribeLogDirs => route!(describe_log_dirs),
         ApiKey::CreatePartitions => route!(create_partitions),
         ApiKey::IncrementalAlterConfigs => route!(alter_configs::handle_incremental),

@@ -174,7 +174,9 @@ impl ReplicaManager {
             let entry = map
                 .entry(tp.clone())
                 .or_insert_with(|| Arc::new(Partition::new(tp.clone(), log.clone(), self.me)));
-            if !Arc::ptr_eq(&entry.log, log) {
+            // `log` closed: a log-dir move replaced it after the caller
+            // looked it up, and `replace_log` already moved the entry on.
+            if !Arc::ptr_eq(&entry.log, log) && !log.is_closed() {
                 // The log was replaced (topic recreated): start afresh.
                 self.fetchers.remove(tp);
                 *entry = Arc::new(Partition::new(tp.clone(), log.clone(), self.me));
@@ -223,6 +225,25 @@ impl ReplicaManager {
                     self.lag_ms(),
                 );
             }
+        }
+        self.changed();
+    }
+
+    /// A log-dir move swapped `tp`'s log: the replica keeps its state on
+    /// the new log, and a follower's fetch restarts on it (Kafka swaps
+    /// `Partition.log` under the partition's lock).
+    pub(crate) fn replace_log(self: &Arc<Self>, tp: &TopicPartition, log: &Arc<Log>) {
+        let (partition, follow) = {
+            let mut map = self.partitions.write().unwrap_or_else(|e| e.into_inner());
+            let Some(old) = map.get(tp) else { return };
+            let (p, follow) = old.with_log(log.clone());
+            let p = Arc::new(p);
+            map.insert(tp.clone(), p.clone());
+            (p, follow)
+        };
+        self.fetchers.remove(tp);
+        if let Some((leader, epoch, topic_id)) = follow {
+            self.fetchers.add(self, leader, partition, epoch, topic_id);
         }
         self.changed();
     }

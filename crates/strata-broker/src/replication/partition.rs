@@ -56,7 +56,7 @@ pub(crate) trait Eligibility {
     fn registered_epoch(&self, broker: i32) -> Option<i64>;
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct State {
     leader: i32,
     leader_epoch: i32,
@@ -101,6 +101,25 @@ impl Partition {
             }),
             role: RwLock::new(()),
         }
+    }
+
+    /// The same replica state on another log: the partition's new log after
+    /// a log-dir move (AlterReplicaLogDirs); also the leader, epoch and
+    /// topic id a follower fetches with, if it follows.
+    pub(crate) fn with_log(&self, log: Arc<Log>) -> (Partition, Option<(i32, i32, uuid::Uuid)>) {
+        let st = self.lock().clone();
+        let follow = st
+            .record
+            .as_ref()
+            .filter(|_| st.leader != self.me && st.leader >= 0)
+            .map(|r| (st.leader, st.leader_epoch, r.topic_id));
+        let p = Partition {
+            tp: self.tp.clone(),
+            log,
+            me: self.me,
+            state: Mutex::new(st),
+        };
+        (p, follow)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

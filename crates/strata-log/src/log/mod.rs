@@ -534,9 +534,45 @@ impl Log {
         self.fail(r)
     }
 
+    /// Whether the log was closed (shut down, deleted, or replaced by a
+    /// log-dir move).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// Mark closed without flushing (the dir is offline or being deleted).
     pub(crate) fn close_abruptly(&self) {
         self.closed.store(true, Ordering::Release);
+    }
+
+    /// The installed append hook (a log that replaces this one after a
+    /// log-dir move takes it over).
+    pub(crate) fn append_hook(&self) -> Option<AppendHook> {
+        self.append_hook
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The installed retention gate (taken over like [`Self::append_hook`]).
+    pub(crate) fn retention_gate(&self) -> Option<RetentionGate> {
+        self.retention_gate
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Hold the append lock until the returned guard is dropped or
+    /// [`AppendBlock::retire`]d: no append, truncation or log-start move can
+    /// happen meanwhile (the swap of a log-dir move runs under it).
+    ///
+    /// # Errors
+    /// [`LogError::DirOffline`] / [`LogError::Closed`].
+    pub(crate) fn block_appends(&self) -> Result<AppendBlock<'_>, LogError> {
+        Ok(AppendBlock {
+            log: self,
+            guard: self.lock_append()?,
+        })
     }
 
     /// Rename the directory (async delete); the log stays closed.
@@ -547,6 +583,26 @@ impl Log {
             .producers
             .update_dir(&new_dir);
         *self.dir.write().unwrap_or_else(|e| e.into_inner()) = new_dir;
+    }
+}
+
+/// The append lock of one log, held (see [`Log::block_appends`]).
+pub(crate) struct AppendBlock<'a> {
+    log: &'a Log,
+    guard: MutexGuard<'a, AppendState>,
+}
+
+impl AppendBlock<'_> {
+    /// Close the log while appends are still blocked, so every writer
+    /// waiting for the lock fails with [`LogError::Closed`] (retriable:
+    /// the caller looks the partition up again and finds its new log);
+    /// `new_dir` is where its directory was renamed to, if it was.
+    pub(crate) fn retire(mut self, new_dir: Option<PathBuf>) {
+        if let Some(dir) = new_dir {
+            self.guard.producers.update_dir(&dir);
+            *self.log.dir.write().unwrap_or_else(|e| e.into_inner()) = dir;
+        }
+        self.log.closed.store(true, Ordering::Release);
     }
 }
 

@@ -69,7 +69,7 @@ impl LogManager {
     /// The first write error (its dir goes offline; the other dirs are
     /// still written).
     pub fn checkpoint_high_watermarks(&self) -> Result<(), LogError> {
-        let logs = self.all_logs();
+        let logs = self.logs_with_futures();
         let mut first_err = None;
         for d in self.dirs.iter().filter(|d| d.health.is_online()) {
             let map: BTreeMap<TopicPartition, Offset> = logs

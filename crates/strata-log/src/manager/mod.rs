@@ -8,11 +8,14 @@
 //! - `create` (`Mutex<()>`): serialises partition creation and deletion so
 //!   two callers never create the same partition twice.
 //! - `pending_dir_deletes`, `background`, `topic_config`: leaf locks.
+//! - `moves`: the log-dir moves, see `log_dir_move` (its swap takes
+//!   `create`, then the moved log's append lock).
 //!
 //! Each log dir has a [`DirHealth`] latch shared with its logs: the first
 //! I/O error in that dir takes it offline; the other dirs keep working.
 
 mod high_watermark;
+mod log_dir_move;
 mod retention;
 
 use std::collections::BTreeMap;
@@ -37,6 +40,7 @@ use crate::metadata;
 use crate::types::{Offset, TopicPartition};
 
 pub use high_watermark::DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS;
+pub use log_dir_move::{FutureLogInfo, LogDirMove, LogReplacedHook};
 pub use retention::{RetentionRound, RetentionSchedule, DEFAULT_RETENTION_CHECK_INTERVAL_MS};
 
 /// Broker-level settings of the log manager.
@@ -57,6 +61,9 @@ pub struct LogManagerConfig {
     /// `replica.high.watermark.checkpoint.interval.ms` (default 5 000): how
     /// often `replication-offset-checkpoint` is written.
     pub replica_high_watermark_checkpoint_interval_ms: i64,
+    /// `replica.alter.log.dirs.io.max.bytes.per.second` (default
+    /// `i64::MAX`, unthrottled): the copy rate of all log-dir moves.
+    pub alter_log_dirs_max_bytes_per_second: i64,
     /// The file-system seam every file mutation in these dirs goes through
     /// ([`StdFs`] in production; tests inject faults here).
     pub fs: SharedFs,
@@ -76,6 +83,7 @@ impl LogManagerConfig {
             file_delete_delay_ms: 60_000,
             replica_high_watermark_checkpoint_interval_ms:
                 DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+            alter_log_dirs_max_bytes_per_second: i64::MAX,
             fs: StdFs::shared(),
         }
     }
@@ -111,6 +119,17 @@ struct LogDir {
     loaded_ok: AtomicBool,
 }
 
+/// What loading one log dir found.
+struct LoadedDir {
+    logs: Vec<Arc<Log>>,
+    /// `-future` logs (log-dir moves in progress).
+    futures: Vec<Arc<Log>>,
+    /// Every live partition dir, loaded or left closed by the filter.
+    live_on_disk: Vec<TopicPartition>,
+    /// The dir may get its clean-shutdown marker at shutdown.
+    may_mark_clean: bool,
+}
+
 struct PendingDirDelete {
     path: PathBuf,
     due_ms: i64,
@@ -136,6 +155,8 @@ pub struct LogManager {
     pub(crate) retention: RetentionSchedule,
     /// The log cleaner (compaction), see `cleaner`.
     pub(crate) cleaner: LogCleaner,
+    /// Future logs of partitions moving between dirs, see `log_dir_move`.
+    moves: log_dir_move::LogDirMoves,
 }
 
 impl std::fmt::Debug for LogManager {
@@ -270,6 +291,8 @@ impl LogManager {
     ) -> Result<Arc<LogManager>, LogError> {
         let mut dirs = Vec::new();
         let mut logs = BTreeMap::new();
+        let mut futures = Vec::new();
+        let mut live_on_disk = std::collections::BTreeSet::new();
         let mut pending = Vec::new();
         for path in &config.log_dirs {
             let health = DirHealth::new(path);
@@ -306,8 +329,11 @@ impl LogManager {
                     filter.as_ref(),
                     topic_configs.as_ref(),
                 ) {
-                    Ok((loaded, may_mark_clean)) => {
-                        for log in loaded {
+                    Ok(loaded) => {
+                        let may_mark_clean = loaded.may_mark_clean;
+                        live_on_disk.extend(loaded.live_on_disk);
+                        futures.extend(loaded.futures);
+                        for log in loaded.logs {
                             logs.insert(log.topic_partition().clone(), log);
                         }
                         dir.loaded_ok.store(may_mark_clean, Ordering::Release);
@@ -324,7 +350,7 @@ impl LogManager {
             return Err(LogError::NoOnlineDir);
         }
         let now = clock.now_ms();
-        Ok(Arc::new(LogManager {
+        let mgr = Arc::new(LogManager {
             config,
             cleaner: LogCleaner::new(Default::default(), clock.clone()),
             clock,
@@ -340,11 +366,103 @@ impl LogManager {
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             shut_down: AtomicBool::new(false),
             retention: RetentionSchedule::new(now),
-        }))
+            moves: Default::default(),
+        });
+        mgr.adopt_future_logs(futures, &live_on_disk);
+        Ok(mgr)
     }
 
-    /// Load every accepted partition of one dir; also returns whether the
-    /// dir may get its clean-shutdown marker at shutdown.
+    /// Start-up: a future log whose current log is loaded resumes its move;
+    /// one whose current log is gone is promoted (the swap renamed the
+    /// current dir `-delete` and crashed before renaming the future one,
+    /// see `log_dir_move`) unless a dir is offline or the current dir was
+    /// left unloaded, so the current may still exist; those are left alone.
+    fn adopt_future_logs(
+        &self,
+        futures: Vec<Arc<Log>>,
+        live_on_disk: &std::collections::BTreeSet<TopicPartition>,
+    ) {
+        let any_offline = self.dirs.iter().any(|d| !d.health.is_online());
+        for future in futures {
+            let tp = future.topic_partition().clone();
+            if let Some(current) = self.get_log(&tp) {
+                if Arc::ptr_eq(current.dir_health(), future.dir_health()) {
+                    tracing::warn!(dir = %future.dir().display(), "a future log in its current log's dir: left alone");
+                    future.close_abruptly();
+                } else {
+                    self.resume_move(future);
+                }
+                continue;
+            }
+            if any_offline || live_on_disk.contains(&tp) {
+                tracing::warn!(dir = %future.dir().display(),
+                    "a future log whose current log is not loaded: left alone");
+                future.close_abruptly();
+                continue;
+            }
+            if let Err(e) = self.promote_future_log(&future) {
+                tracing::error!(dir = %future.dir().display(), error = %crate::ErrorChain(&e),
+                    "cannot promote a future log whose current log is gone");
+            }
+        }
+    }
+
+    /// Rename a complete future log to its live name and serve it.
+    fn promote_future_log(&self, future: &Arc<Log>) -> Result<(), LogError> {
+        let tp = future.topic_partition().clone();
+        let Some(dir) = self.dir_of(future) else {
+            return Err(LogError::NoOnlineDir);
+        };
+        let (end, start, hw) = (
+            future.log_end_offset(),
+            future.log_start_offset_for_checkpoint(),
+            future.high_watermark(),
+        );
+        let config = future.config();
+        let r = (|| {
+            future.close()?;
+            let live = dir.path.join(format::partition_dir_name(&tp));
+            self.config
+                .fs
+                .rename(&future.dir(), &live)
+                .map_err(|e| LogError::io(future.dir(), "rename future log dir", e))?;
+            crate::fs::fsync_dir(self.config.fs.as_ref(), &dir.path)
+                .map_err(|e| LogError::io(&dir.path, "fsync log dir", e))?;
+            let params = LoadParams {
+                recovery_point: end,
+                log_start_offset: start,
+                had_clean_shutdown: true,
+                fs: self.config.fs.clone(),
+            };
+            Log::open(
+                &live,
+                config,
+                params,
+                self.clock.clone(),
+                dir.health.clone(),
+            )
+        })();
+        match r {
+            Ok(log) => {
+                log.update_high_watermark(hw);
+                tracing::warn!(%tp, dir = %log.dir().display(),
+                    "promoted a future log: a log-dir move had renamed the current log away");
+                self.logs
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(tp, log);
+                Ok(())
+            }
+            Err(e) => {
+                if e.is_storage_failure() {
+                    dir.health.mark_offline_by(&e);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Load every accepted partition (and future log) of one dir.
     fn load_dir(
         config: &LogManagerConfig,
         clock: &SharedClock,
@@ -352,7 +470,7 @@ impl LogManager {
         pending: &mut Vec<PendingDirDelete>,
         filter: Option<&LoadFilter>,
         topic_configs: Option<&TopicConfigProvider>,
-    ) -> Result<(Vec<Arc<Log>>, bool), LogError> {
+    ) -> Result<LoadedDir, LogError> {
         let clean = metadata::take_clean_shutdown_marker(config.fs.as_ref(), &dir.path)
             .map_err(|e| LogError::io(&dir.path, "take clean shutdown marker", e))?;
         let rp_file =
@@ -367,20 +485,26 @@ impl LogManager {
         let high_watermarks = high_watermark::read_high_watermarks(&config.fs, &dir.path);
         let mut jobs = Vec::new();
         let mut skipped_unclean = false;
+        let mut live_on_disk = Vec::new();
         let now = clock.now_ms();
         for (path, parsed) in partition_dirs(&dir.path)? {
+            if parsed.kind == DirKind::Live {
+                live_on_disk.push(parsed.tp.clone());
+            }
             match parsed.kind {
                 DirKind::Delete => pending.push(PendingDirDelete {
                     path,
                     due_ms: now.saturating_add(config.file_delete_delay_ms),
                 }),
-                DirKind::Live if filter.is_some_and(|f| !f(&path, &parsed.tp)) => {
+                DirKind::Live | DirKind::Future
+                    if filter.is_some_and(|f| !f(&path, &parsed.tp)) =>
+                {
                     // Left as found. After an unclean shutdown it was not
                     // recovered, so the dir must not be marked clean at the
                     // next shutdown either (it would then skip recovery).
                     skipped_unclean |= !clean;
                 }
-                DirKind::Live => {
+                DirKind::Live | DirKind::Future => {
                     let params = LoadParams {
                         recovery_point: recovery_points
                             .get(&parsed.tp)
@@ -393,8 +517,8 @@ impl LogManager {
                     let hw = high_watermarks.get(&parsed.tp).copied();
                     jobs.push((path, params, hw));
                 }
-                DirKind::Future | DirKind::Stray => {
-                    tracing::warn!(dir = %path.display(), "leaving a -future/-stray directory alone")
+                DirKind::Stray => {
+                    tracing::warn!(dir = %path.display(), "leaving a -stray directory alone")
                 }
             }
         }
@@ -435,12 +559,26 @@ impl LogManager {
                     .expect("spawn recovery thread");
             }
         });
-        let logs = results
+        let opened = results
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
             .into_iter()
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((logs, !skipped_unclean))
+        let (futures, logs) = opened.into_iter().partition(|l| {
+            format::parse_partition_dir_name(
+                &l.dir()
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )
+            .is_ok_and(|p| p.kind == DirKind::Future)
+        });
+        Ok(LoadedDir {
+            logs,
+            futures,
+            live_on_disk,
+            may_mark_clean: !skipped_unclean,
+        })
     }
 
     /// Per-topic configs: applied to every loaded log now and kept for
@@ -504,14 +642,20 @@ impl LogManager {
             return Ok(log);
         }
         let logs = self.all_logs();
-        let dir = self
-            .dirs
-            .iter()
-            .filter(|d| d.health.is_online())
-            .min_by_key(|d| {
-                logs.iter()
-                    .filter(|l| Arc::ptr_eq(l.dir_health(), &d.health))
-                    .count()
+        let preferred = self
+            .take_preferred_dir(tp)
+            .and_then(|p| self.dirs.iter().find(|d| d.path == p))
+            .filter(|d| d.health.is_online());
+        let dir = preferred
+            .or_else(|| {
+                self.dirs
+                    .iter()
+                    .filter(|d| d.health.is_online())
+                    .min_by_key(|d| {
+                        logs.iter()
+                            .filter(|l| Arc::ptr_eq(l.dir_health(), &d.health))
+                            .count()
+                    })
             })
             .ok_or(LogError::NoOnlineDir)?;
         let path = dir.path.join(format::partition_dir_name(tp));
@@ -568,6 +712,9 @@ impl LogManager {
     /// Storage errors renaming the directory.
     pub fn async_delete(&self, tp: &TopicPartition) -> Result<(), LogError> {
         let _g = self.create.lock().unwrap_or_else(|e| e.into_inner());
+        // The future first: a future dir without its current one is taken
+        // for a finished move at the next start (see `log_dir_move`).
+        self.cancel_move(tp);
         let Some(log) = self
             .logs
             .write()
@@ -656,10 +803,32 @@ impl LogManager {
         self.checkpoint(true, true)
     }
 
+    /// The live and future logs (a future log is checkpointed in its own
+    /// dir, as Kafka does, so a resumed or promoted one keeps its offsets).
+    fn logs_with_futures(&self) -> Vec<Arc<Log>> {
+        let mut logs = self.all_logs();
+        logs.extend(self.future_log_list().into_iter().map(|(_, l)| l));
+        logs
+    }
+
+    /// The recovery-point and log-start checkpoints of one dir.
+    fn checkpoint_dir(&self, d: &LogDir) -> Result<(), LogError> {
+        self.checkpoint_dirs(std::slice::from_ref(d), true, true)
+    }
+
     fn checkpoint(&self, recovery: bool, start: bool) -> Result<(), LogError> {
-        let logs = self.all_logs();
+        self.checkpoint_dirs(&self.dirs, recovery, start)
+    }
+
+    fn checkpoint_dirs(
+        &self,
+        dirs: &[LogDir],
+        recovery: bool,
+        start: bool,
+    ) -> Result<(), LogError> {
+        let logs = self.logs_with_futures();
         let mut first_err = None;
-        for d in self.dirs.iter().filter(|d| d.health.is_online()) {
+        for d in dirs.iter().filter(|d| d.health.is_online()) {
             let mine: Vec<_> = logs
                 .iter()
                 .filter(|l| Arc::ptr_eq(l.dir_health(), &d.health))
@@ -760,6 +929,7 @@ impl LogManager {
             return;
         }
         self.cleaner.start(self);
+        self.start_mover();
         let me = Arc::downgrade(self);
         let stop = self.stop.clone();
         let handle = std::thread::Builder::new()
@@ -811,6 +981,7 @@ impl LogManager {
             cv.notify_all();
         }
         self.cleaner.shutdown();
+        self.stop_mover();
         if let Some(h) = self
             .background
             .lock()

@@ -20,6 +20,7 @@ mod high_watermark;
 mod idempotence;
 mod index_layout;
 mod io_faults;
+mod log_dir_move;
 mod log_layout;
 mod manager;
 mod producer_snapshot;
