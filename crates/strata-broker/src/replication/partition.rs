@@ -118,6 +118,9 @@ impl Partition {
             log,
             me: self.me,
             state: Mutex::new(st),
+            // Appends still holding the old replica's lock write to the old
+            // log, which the move closed: they fail and are retried here.
+            role: RwLock::new(()),
         };
         (p, follow)
     }
