@@ -93,7 +93,10 @@ def test_auto_leader_rebalance_restores_preferred_leaders(etcd, cluster_factory)
 def test_reassignment_moves_a_partition_to_a_new_broker(etcd, cluster_factory, java, strata_bin):
     cluster = cluster_factory(etcd.endpoint, overrides={"auto.leader.rebalance.enable": "false"})
     topic = "moving"
-    create_topic(cluster.bootstrap, topic, 1, config={"min.insync.replicas": "2"}, replication_factor=RF)
+    # The records carry 2024 timestamps: without retention.ms=-1 the first retention pass (30 s
+    # after start) deletes them on a slow run, and the read-back finds nothing.
+    create_topic(cluster.bootstrap, topic, 1, config={"min.insync.replicas": "2", "retention.ms": "-1"},
+                 replication_factor=RF)
     wait_for_full_isr(cluster, topic, 1)
     start = partition_state(cluster, topic, 0)
     assert sorted(start.replicas) == [1, 2, 3]
