@@ -18,6 +18,7 @@ broker.
 from __future__ import annotations
 
 import collections
+import re
 import signal
 import time
 
@@ -188,11 +189,34 @@ def base_offsets(broker, topic: str) -> list[int]:
     return [int(n.split(".")[0]) for n in local_logs(broker, topic, 0)]
 
 
+def remote_restarts(broker) -> list[int]:
+    """The offsets `broker` restarted a follower log at from the remote tier's metadata (its log)."""
+    text = "".join(p.read_text(errors="replace") for p in broker.output_files if p.exists())
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    return [int(m) for m in re.findall(r"restarted the follower's log at the leader's local log start.*?\bstart=(\d+)", text)]
+
+
+def epoch_entries(broker, topic: str) -> list[tuple[int, int]]:
+    """`leader-epoch-checkpoint` of `topic`-0 on `broker`: (epoch, start offset) pairs."""
+    lines = (broker.log_dir / f"{topic}-0" / "leader-epoch-checkpoint").read_text().split("\n")
+    assert lines[0] == "0", lines
+    return [(int(e), int(o)) for e, o in (line.split() for line in lines[2:2 + int(lines[1])])]
+
+
+def epochs_from(entries: list[tuple[int, int]], start: int) -> list[tuple[int, int]]:
+    """The epoch of every offset from `start` on: the entry in force at `start`, then later ones."""
+    at_start = [e for e, o in entries if o <= start]
+    return ([(at_start[-1], start)] if at_start else []) + [(e, o) for e, o in entries if o > start]
+
+
 def test_a_follower_behind_the_leaders_local_log_catches_up_and_takes_over_an_idempotent_producer(
         etcd, cluster_factory, moto, strata_bin):
     """A follower stopped (SIGSTOP) while the leader tiers and drops everything it held comes back
-    more than the leader's whole local log behind, catches up (the tiered records come through the
-    leader) and rejoins the ISR; once it is the only broker left it leads, an idempotent producer
+    more than the leader's whole local log behind and catches up as Kafka's does: the leader
+    answers OFFSET_MOVED_TO_TIERED_STORAGE, the follower restarts its log (its warning names the
+    offset) at the leader's local log start with the leader-epoch entries and producer state
+    of the remote segment below it, holds nothing below that and fetches from there. It
+    rejoins the ISR with the leader's epochs from its start on; once it is the only broker left it leads, an idempotent producer
     that wrote through every failover had no failure (no OUT_OF_ORDER_SEQUENCE: its producer state
     is right), and a consumer reads every acknowledged record exactly once from offset 0 across
     both tiers."""
@@ -221,9 +245,26 @@ def test_a_follower_behind_the_leaders_local_log_catches_up_and_takes_over_an_id
         behind = max(base_offsets(cluster.broker(laggard), topic))
         wait_until(lambda: min(base_offsets(cluster.broker(leader), topic)) > behind + 500, 120,
                    f"the leader to tier and drop everything broker {laggard} has")
+        leader_start_before = min(base_offsets(cluster.broker(leader), topic))
     finally:
         cluster.broker(laggard).process.send_signal(signal.SIGCONT)
     wait_until(lambda: isr() == sorted(cluster.brokers), 120, f"broker {laggard} to catch up and rejoin the ISR")
+    # The follower restarted its log at a local log start of the leader's (which moves on while
+    # it writes, so a slow follower can fall below it again and restart again), never at 0 or
+    # where it had stopped; it holds nothing below its last restart.
+    leader_start_after = min(base_offsets(cluster.broker(leader), topic))
+    restarts = remote_restarts(cluster.broker(laggard))
+    assert restarts and restarts == sorted(restarts), restarts
+    assert leader_start_before <= restarts[0] and restarts[-1] <= leader_start_after, \
+        (behind, leader_start_before, restarts, leader_start_after)
+    laggard_start = restarts[-1]
+    assert min(base_offsets(cluster.broker(laggard), topic)) >= laggard_start
+    # Its epochs from there on are the leader's.
+    leader_epochs = epoch_entries(cluster.broker(leader), topic)
+    laggard_epochs = epoch_entries(cluster.broker(laggard), topic)
+    compare_from = max([laggard_start] + [o for _, o in leader_epochs[:1]])
+    assert laggard_epochs and epochs_from(laggard_epochs, compare_from) == epochs_from(leader_epochs, compare_from), \
+        (laggard_start, laggard_epochs, leader_epochs)
 
     for node_id in [leader] + [n for n in cluster.brokers if n not in (leader, laggard)]:
         cluster.broker(node_id).kill()

@@ -97,6 +97,9 @@ pub(crate) async fn start(broker: &Arc<Broker>, clock: SharedClock) -> Result<()
         source,
     })?;
     tracing::info!(location = ?rlm.config().location, "tiered storage started");
+    if let Some(replicas) = &broker.replicas {
+        replicas.set_tiered(Arc::clone(&rlm));
+    }
     let _ = broker.tiered.set(rlm);
     Ok(())
 }
@@ -245,6 +248,27 @@ pub(crate) fn remote_read(
         }
         ApiError::Remote(error)
     }))
+}
+
+/// A replica Fetch below the local log start of a tiered partition but
+/// within the remote tier: answered OFFSET_MOVED_TO_TIERED_STORAGE (Kafka
+/// `ReplicaManager.readFromLog`), the follower then rebuilds its state from
+/// the remote segment's metadata (`replication::tier_state`).
+pub(crate) fn moved_to_tiered(b: &Broker, log: &Log, error: &LogError) -> bool {
+    let Some(rlm) = b.tiered.get() else {
+        return false;
+    };
+    let tp = log.topic_partition();
+    match error {
+        LogError::OffsetOutOfRange {
+            requested,
+            log_start,
+            ..
+        } if requested < log_start => {
+            rlm.is_tiered(tp) && rlm.log_start_offset(tp).is_some_and(|s| *requested >= s)
+        }
+        _ => false,
+    }
 }
 
 /// The log start offset a tiered partition reports (earliest in either tier).

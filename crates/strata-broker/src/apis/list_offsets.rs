@@ -1,8 +1,8 @@
 //! ListOffsets (key 2), versions 1–9: offsets by special timestamp or by time.
 //!
 //! -2 EARLIEST (log start), -1 LATEST (high watermark; last stable offset for
-//! read_committed), -3 MAX_TIMESTAMP (v7+), -4 EARLIEST_LOCAL (v8+; no remote
-//! tier, so the log start), -5 LATEST_TIERED (v9+; nothing is tiered, so -1),
+//! read_committed), -3 MAX_TIMESTAMP (v7+), -4 EARLIEST_LOCAL (v8+; the
+//! local log start and its epoch), -5 LATEST_TIERED (v9+; nothing is tiered, so -1),
 //! otherwise the first offset whose timestamp is at or after the target.
 
 use std::sync::Arc;
@@ -135,9 +135,18 @@ fn lookup(
 ) -> Result<(i64, i64, i32), ApiError> {
     let epoch_of = |_offset: i64| log.latest_epoch().map(|e| e.0).unwrap_or(-1);
     match timestamp {
-        EARLIEST | EARLIEST_LOCAL => {
+        EARLIEST => {
             let o = log.log_start_offset().0;
             Ok((-1, o, epoch_of(o)))
+        }
+        // Kafka: the local log start and the epoch it was written in (a
+        // tiered log's local start is above its log start).
+        EARLIEST_LOCAL => {
+            let o = log.local_log_start_offset().0.max(log.log_start_offset().0);
+            let epoch = log
+                .epoch_for_offset(strata_log::Offset(o))
+                .map_or(-1, |e| e.0);
+            Ok((-1, o, epoch))
         }
         LATEST => {
             let o = if from_replica {

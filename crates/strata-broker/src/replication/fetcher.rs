@@ -32,8 +32,11 @@ use super::{Partition, ReplicaManager};
 
 const FETCH_VERSION: i16 = 15;
 const LIST_OFFSETS_VERSION: i16 = 4;
+/// EARLIEST_LOCAL_TIMESTAMP needs ListOffsets v8 (KIP-405).
+const LIST_OFFSETS_TIERED_VERSION: i16 = 8;
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
+pub(super) const EARLIEST_LOCAL: i64 = -4;
 
 /// A partition in a fetcher.
 #[derive(Clone, Debug)]
@@ -237,7 +240,7 @@ async fn run(
         };
         let shared2 = shared.clone();
         let retry_at = manager.now_ms() + backoff.as_millis() as i64;
-        let (out_of_range, high_watermark_rose) =
+        let (out_of_range, moved_to_tiered, high_watermark_rose) =
             match tokio::task::spawn_blocking(move || process(&shared2, sent, response, retry_at))
                 .await
             {
@@ -250,8 +253,27 @@ async fn run(
             // on the manager's ticks (KAFKA-14334).
             manager.changed();
         }
-        for (tp, epoch) in out_of_range {
+        for (tp, epoch) in moved_to_tiered {
             let c = conn.as_mut().expect("connected above");
+            if let Err(error) =
+                catch_up_from_remote(&manager, &shared, c, &tp, epoch, timeout).await
+            {
+                tracing::warn!(%tp, leader, error = %ErrorChain(&error), "cannot build the follower's state from the remote tier; backing off");
+                if matches!(error, super::tier_state::TierStateError::Peer(_)) {
+                    conn = None;
+                }
+                delay(
+                    &shared,
+                    [&tp],
+                    manager.now_ms() + backoff.as_millis() as i64,
+                );
+                break;
+            }
+        }
+        for (tp, epoch) in out_of_range {
+            let Some(c) = conn.as_mut() else {
+                break;
+            };
             if let Err(error) = reset_out_of_range(&shared, c, me, &tp, epoch, timeout).await {
                 tracing::warn!(%tp, leader, error = %ErrorChain(&error), "cannot find where to fetch from; backing off");
                 conn = None;
@@ -389,15 +411,19 @@ fn list_offsets_request(
     request
 }
 
+/// The partitions the leader answered an error for, with the epoch they
+/// were fetched in.
+type Answered = Vec<(TopicPartition, i32)>;
+
 /// Apply a Fetch response (blocking). Returns the partitions the leader
-/// answered OFFSET_OUT_OF_RANGE for, with the epoch they were fetched in,
-/// and whether any high watermark rose.
+/// answered OFFSET_OUT_OF_RANGE for, those it answered
+/// OFFSET_MOVED_TO_TIERED_STORAGE for, and whether any high watermark rose.
 fn process(
     shared: &Shared,
     sent: Vec<Sent>,
     response: FetchResponse,
     retry_at_ms: i64,
-) -> (Vec<(TopicPartition, i32)>, bool) {
+) -> (Answered, Answered, bool) {
     let mut by_key: HashMap<(Uuid, i32), kafka_protocol::messages::fetch_response::PartitionData> =
         HashMap::new();
     for t in response.responses {
@@ -407,6 +433,7 @@ fn process(
     }
     let now_backoff = |f: &mut Fetching| f.delayed_until_ms = retry_at_ms;
     let mut out_of_range = Vec::new();
+    let mut moved_to_tiered = Vec::new();
     let mut high_watermark_rose = false;
     for s in sent {
         let mut parts = shared.lock();
@@ -435,6 +462,10 @@ fn process(
                 out_of_range.push((s.tp.clone(), s.leader_epoch));
                 continue;
             }
+            Some(ResponseError::OffsetMovedToTieredStorage) => {
+                moved_to_tiered.push((s.tp.clone(), s.leader_epoch));
+                continue;
+            }
             Some(error) => {
                 tracing::debug!(tp = %s.tp, ?error, "fetch error; backing off");
                 now_backoff(f);
@@ -455,7 +486,7 @@ fn process(
             now_backoff(f);
         }
     }
-    (out_of_range, high_watermark_rose)
+    (out_of_range, moved_to_tiered, high_watermark_rose)
 }
 
 fn apply_partition(
@@ -536,13 +567,13 @@ async fn reset_out_of_range(
         return Ok(());
     };
     let log = f.partition.log.clone();
-    let leader_end = list_offset(conn, me, tp, epoch, LATEST, timeout).await?;
+    let (leader_end, _) = list_offset(conn, me, tp, epoch, LATEST, timeout).await?;
     let own_end = log.log_end_offset().0;
     let result = if leader_end >= 0 && leader_end < own_end {
         tracing::warn!(%tp, own_end, leader_end, "the leader's log ends before ours; truncating to it");
         log.truncate_to(Offset(leader_end))
     } else {
-        let leader_start = list_offset(conn, me, tp, epoch, EARLIEST, timeout).await?;
+        let (leader_start, _) = list_offset(conn, me, tp, epoch, EARLIEST, timeout).await?;
         if leader_start > own_end {
             tracing::warn!(%tp, own_end, leader_start, "the leader's log starts after ours ends; restarting ours at its start");
             log.truncate_fully_and_start_at(Offset(leader_start))
@@ -556,16 +587,22 @@ async fn reset_out_of_range(
     Ok(())
 }
 
-async fn list_offset(
+/// A replica ListOffsets for one partition: (offset, leader epoch).
+pub(super) async fn list_offset(
     conn: &mut PeerConnection,
     me: i32,
     tp: &TopicPartition,
     epoch: i32,
     timestamp: i64,
     timeout: Duration,
-) -> Result<i64, PeerError> {
+) -> Result<(i64, i32), PeerError> {
     let request = list_offsets_request(me, tp, epoch, timestamp);
-    let response = conn.send(&request, LIST_OFFSETS_VERSION, timeout).await?;
+    let version = if timestamp == EARLIEST_LOCAL {
+        LIST_OFFSETS_TIERED_VERSION
+    } else {
+        LIST_OFFSETS_VERSION
+    };
+    let response = conn.send(&request, version, timeout).await?;
     let answer = response
         .topics
         .first()
@@ -580,7 +617,68 @@ async fn list_offset(
             reason: format!("ListOffsets error code {}", answer.error_code),
         });
     }
-    Ok(answer.offset)
+    Ok((answer.offset, answer.leader_epoch))
+}
+
+/// OFFSET_MOVED_TO_TIERED_STORAGE: build the partition's state from the
+/// remote tier (`tier_state`), then restart the log at the leader's local
+/// log start under the fetcher's lock (as an append: a role change in
+/// between removed the partition, and then nothing happens).
+async fn catch_up_from_remote(
+    manager: &ReplicaManager,
+    shared: &Arc<Shared>,
+    conn: &mut PeerConnection,
+    tp: &TopicPartition,
+    epoch: i32,
+    timeout: Duration,
+) -> Result<(), super::tier_state::TierStateError> {
+    let Some(f) = shared.lock().get(tp).cloned() else {
+        return Ok(());
+    };
+    let Some(rlm) = manager.tiered.get() else {
+        return Err(super::tier_state::TierStateError::NoRemoteTier { tp: tp.clone() });
+    };
+    let state = super::tier_state::build_remote_state(
+        conn, manager.me, rlm, f.topic_id, tp, epoch, timeout,
+    )
+    .await?;
+    let log_start = rlm
+        .log_start_offset(tp)
+        .unwrap_or(state.start)
+        .min(state.start);
+    let (shared, tp2) = (Arc::clone(shared), tp.clone());
+    let fetch_offset = f.partition.log.log_end_offset();
+    let applied = tokio::task::spawn_blocking(move || {
+        let parts = shared.lock();
+        let Some(f) = parts.get(&tp2) else {
+            return Ok(None);
+        };
+        let log = &f.partition.log;
+        if f.leader_epoch != epoch || log.log_end_offset() != fetch_offset {
+            return Ok(None);
+        }
+        log.restore_from_remote(
+            state.start,
+            log_start,
+            &state.epochs,
+            state.producer_snapshot.as_deref(),
+        )
+        .map(|()| Some(state.start))
+    })
+    .await;
+    match applied {
+        Ok(Ok(Some(start))) => {
+            tracing::warn!(%tp, from = fetch_offset.0, start = start.0, log_start = log_start.0,
+                "restarted the follower's log at the leader's local log start from the remote tier's metadata");
+        }
+        Ok(Ok(None)) => {}
+        Ok(Err(error)) => {
+            tracing::error!(%tp, error = %ErrorChain(&error), "cannot restart the follower's log from the remote tier");
+        }
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => {}
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ mod isr;
 mod partition;
 mod replica;
 mod selector;
+mod tier_state;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -66,6 +67,9 @@ pub(crate) struct ReplicaManager {
     fetchers: fetcher::Fetchers,
     /// Set by `start`: `true` once the broker shuts down.
     shutdown: OnceLock<watch::Receiver<bool>>,
+    /// The remote tier, when the broker enables it (a far-behind follower
+    /// of a tiered partition restarts from its metadata).
+    tiered: OnceLock<Arc<strata_tiered::RemoteLogManager>>,
 }
 
 impl std::fmt::Debug for ReplicaManager {
@@ -92,7 +96,13 @@ impl ReplicaManager {
             changes: watch::channel(0).0,
             fetchers: fetcher::Fetchers::new(num_fetchers),
             shutdown: OnceLock::new(),
+            tiered: OnceLock::new(),
         })
+    }
+
+    /// The broker's remote tier (set once at start, before fetchers need it).
+    pub(crate) fn set_tiered(&self, rlm: Arc<strata_tiered::RemoteLogManager>) {
+        let _ = self.tiered.set(rlm);
     }
 
     /// Start the ISR-shrink task (fetchers start as partitions need them).

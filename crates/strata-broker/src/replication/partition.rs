@@ -579,7 +579,10 @@ mod tests {
         assert_eq!(appended.unwrap().first_offset, Offset(0));
         assert!(matches!(
             follower.join().unwrap(),
-            Role::BecameFollower { leader: 2, epoch: 2 }
+            Role::BecameFollower {
+                leader: 2,
+                epoch: 2
+            }
         ));
         assert!(
             p.leader_append(|_| Ok(())).is_none(),

@@ -405,6 +405,11 @@ impl Log {
         (e != LeaderEpoch::NONE).then_some((e, o))
     }
 
+    /// The epoch `offset` was written in (Kafka `epochForOffset`).
+    pub fn epoch_for_offset(&self, offset: Offset) -> Option<LeaderEpoch> {
+        self.lock_epochs().epoch_for_offset(offset)
+    }
+
     pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.lock_epochs().latest_epoch()
     }

@@ -150,6 +150,94 @@ impl Log {
             .map_err(|e| super::producers::state_error(&self.tp, e))
     }
 
+    /// Kafka `ReplicaFetcherTierStateMachine.buildRemoteLogAuxState`, the
+    /// local half: a follower more than its whole local log behind a tiered
+    /// leader restarts its log at the leader's local log start `start`
+    /// (empty, nothing fetched yet), with the partition's log start at
+    /// `log_start` (the earliest offset in the remote tier; never above
+    /// `start`), the leader-epoch entries of the remote segment that ends
+    /// at `start - 1` (those starting at or before `start`) and that
+    /// segment's producer snapshot (taken at `start`) as its producer state.
+    /// `None` for the snapshot: no producer had written by then.
+    ///
+    /// # Errors
+    /// [`LogError::InvalidOffset`] for a negative `start`; a malformed
+    /// snapshot or epoch entry; storage errors (the dir goes offline).
+    pub fn restore_from_remote(
+        &self,
+        start: Offset,
+        log_start: Offset,
+        epochs: &[(crate::types::LeaderEpoch, Offset)],
+        producer_snapshot: Option<&[u8]>,
+    ) -> Result<(), LogError> {
+        if start.0 < 0 {
+            return Err(LogError::InvalidOffset {
+                tp: self.tp.clone(),
+                offset: start,
+                reason: "cannot restart a log at a negative offset",
+            });
+        }
+        let mut g = self.lock_append()?;
+        let r =
+            self.restore_from_remote_locked(&mut g, start, log_start, epochs, producer_snapshot);
+        self.fail(r)
+    }
+
+    fn restore_from_remote_locked(
+        &self,
+        state: &mut AppendState,
+        start: Offset,
+        log_start: Offset,
+        epochs: &[(crate::types::LeaderEpoch, Offset)],
+        producer_snapshot: Option<&[u8]>,
+    ) -> Result<(), LogError> {
+        self.truncate_fully_locked(state, start)?;
+        let log_start = Offset(log_start.0.clamp(0, start.0));
+        self.log_start_offset.store(log_start.0, Ordering::Release);
+        {
+            let entries: Vec<crate::codec::leader_epoch::EpochEntry> = epochs
+                .iter()
+                .filter(|(_, o)| *o <= start)
+                .map(
+                    |&(epoch, start_offset)| crate::codec::leader_epoch::EpochEntry {
+                        epoch,
+                        start_offset,
+                    },
+                )
+                .collect();
+            let mut cache = self.lock_epochs();
+            cache
+                .assign_all(&entries)
+                .map_err(|e| LogError::Checkpoint {
+                    path: cache.path().to_path_buf(),
+                    source: Box::new(e),
+                })?;
+        }
+        let Some(bytes) = producer_snapshot else {
+            return Ok(());
+        };
+        let path = crate::format::snapshot_file(&self.dir(), start, "");
+        crate::fs::write_atomically(self.fs.as_ref(), &path, bytes)
+            .map_err(|e| LogError::io(&path, "write the remote producer snapshot", e))?;
+        self.fsync_dir()?;
+        // Kafka `truncateFullyAndReloadSnapshots` + `loadProducerState(start)`.
+        state
+            .producers
+            .truncate_fully_and_reload_snapshots()
+            .map_err(|e| super::producers::state_error(&self.tp, e))?;
+        // Snapshots at or below the log start are dropped by the reload; the
+        // one at `start` must stay.
+        let below = Offset(log_start.0.min(start.0 - 1));
+        super::producers::rebuild(
+            &mut state.producers,
+            &self.snapshot(),
+            below,
+            start,
+            true,
+            self.clock.now_ms(),
+        )
+    }
+
     fn fsync_dir(&self) -> Result<(), LogError> {
         let dir = self.dir();
         crate::fs::fsync_dir(self.fs.as_ref(), &dir)

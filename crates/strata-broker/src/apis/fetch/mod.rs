@@ -395,6 +395,12 @@ fn read_all(
                     }
                     Outcome::Data(data, log)
                 }
+                Err(e) if follower && crate::tiered::moved_to_tiered(b, &log, &e) => {
+                    // Kafka `ReplicaManager`: a replica below the leader's
+                    // local log start rebuilds its state from the remote
+                    // tier's metadata instead of fetching the records.
+                    Outcome::Error(ResponseError::OffsetMovedToTieredStorage, Some(log))
+                }
                 Err(e) => match crate::tiered::remote_read(
                     b,
                     &log,

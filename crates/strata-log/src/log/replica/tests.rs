@@ -411,3 +411,67 @@ fn follower_truncation_inside_its_last_segment_then_the_new_leaders_batch() {
     assert_eq!(entries(&follower), vec![(0, 0), (1, 38)]);
     assert_eq!(bytes_from(&follower, 0), bytes_from(&newer, 0));
 }
+
+/// A far-behind follower of a tiered leader restarts at the leader's local
+/// log start with the remote segment's epoch entries and producer snapshot
+/// (Kafka `buildRemoteLogAuxState`): an idempotent producer continues on
+/// it, a retried batch is not accepted out of order.
+#[test]
+fn restore_from_remote_installs_epochs_and_producer_state() {
+    let leader_dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(0);
+    let leader = open(leader_dir.path(), &clock);
+    let pid = ProducerId(7);
+    let mut b = idempotent_batch(7, 0, 0, 3);
+    leader.append_as_leader(&mut b, LeaderEpoch(1)).unwrap();
+    let mut b = idempotent_batch(7, 0, 3, 2);
+    leader.append_as_leader(&mut b, LeaderEpoch(3)).unwrap();
+    leader.roll().unwrap();
+    assert_eq!(leader.log_end_offset(), Offset(5));
+    let snapshot =
+        std::fs::read(crate::format::snapshot_file(&leader.dir(), Offset(5), "")).unwrap();
+
+    let follower_dir = tempfile::tempdir().unwrap();
+    let follower = open(follower_dir.path(), &clock);
+    append(&follower, 1, 1);
+    let epochs = [
+        (LeaderEpoch(1), Offset(0)),
+        (LeaderEpoch(3), Offset(3)),
+        (LeaderEpoch(9), Offset(6)),
+    ];
+    follower
+        .restore_from_remote(Offset(5), Offset(0), &epochs, Some(&snapshot))
+        .unwrap();
+    assert_eq!(follower.log_end_offset(), Offset(5));
+    assert_eq!(follower.local_log_start_offset(), Offset(5));
+    assert_eq!(follower.high_watermark(), Offset(5));
+    // Only the entries at or below the new start.
+    assert_eq!(entries(&follower), vec![(1, 0), (3, 3)]);
+    assert_eq!(entries_on_disk(&follower), vec![(1, 0), (3, 3)]);
+    assert_eq!(follower.producer_state_of(pid).unwrap().last_seq(), 4);
+    assert!(follower
+        .read(Offset(4), 1 << 20, ReadBound::LogEnd, false)
+        .is_err());
+
+    // The producer's next sequence is accepted, a gap is not.
+    let mut gap = idempotent_batch(7, 0, 9, 1);
+    assert!(follower.append_as_leader(&mut gap, LeaderEpoch(9)).is_err());
+    let mut next = idempotent_batch(7, 0, 5, 1);
+    let info = follower
+        .append_as_leader(&mut next, LeaderEpoch(9))
+        .unwrap();
+    assert_eq!(info.first_offset, Offset(5));
+    assert_eq!(follower.producer_state_of(pid).unwrap().last_seq(), 5);
+
+    // Without a snapshot (no producer yet) the producer state is empty.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = open(other_dir.path(), &clock);
+    other
+        .restore_from_remote(Offset(5), Offset(2), &epochs[..2], None)
+        .unwrap();
+    assert!(other.producer_state_of(pid).is_none());
+    assert_eq!(other.log_start_offset_for_checkpoint(), Offset(2));
+    assert!(other
+        .restore_from_remote(Offset(-1), Offset(0), &[], None)
+        .is_err());
+}
