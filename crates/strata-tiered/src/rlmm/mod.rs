@@ -12,6 +12,71 @@
 //!   to the replicated topic's leaders, the catalogue applies what a reader
 //!   of the topic hands back.
 
+/// The [`RemoteLogMetadataManager`] methods of a catalogue whose reads are
+/// answered by its `cache: MemoryRlmm` field and whose writes go through its
+/// own `publish(MetadataEvent)` (the topic-backed and the tailed
+/// catalogues): one definition instead of one copy per catalogue.
+macro_rules! cached_catalogue_methods {
+    () => {
+        fn add_remote_log_segment_metadata(
+            &self,
+            md: RemoteLogSegmentMetadata,
+        ) -> Result<(), MetadataError> {
+            self.publish(MetadataEvent::Add(md))
+        }
+
+        fn update_remote_log_segment_metadata(
+            &self,
+            update: RemoteLogSegmentMetadataUpdate,
+        ) -> Result<(), MetadataError> {
+            self.publish(MetadataEvent::Update(update))
+        }
+
+        fn remote_log_segment_metadata(
+            &self,
+            p: &TopicIdPartition,
+            epoch: LeaderEpoch,
+            offset: Offset,
+        ) -> Result<Option<RemoteLogSegmentMetadata>, MetadataError> {
+            self.cache.remote_log_segment_metadata(p, epoch, offset)
+        }
+
+        fn highest_offset_for_epoch(
+            &self,
+            p: &TopicIdPartition,
+            epoch: LeaderEpoch,
+        ) -> Result<Option<Offset>, MetadataError> {
+            self.cache.highest_offset_for_epoch(p, epoch)
+        }
+
+        fn list_remote_log_segments(
+            &self,
+            p: &TopicIdPartition,
+        ) -> Result<Vec<RemoteLogSegmentMetadata>, MetadataError> {
+            self.cache.list_remote_log_segments(p)
+        }
+
+        fn list_remote_log_segments_for_epoch(
+            &self,
+            p: &TopicIdPartition,
+            epoch: LeaderEpoch,
+        ) -> Result<Vec<RemoteLogSegmentMetadata>, MetadataError> {
+            self.cache.list_remote_log_segments_for_epoch(p, epoch)
+        }
+
+        fn put_remote_partition_delete_metadata(
+            &self,
+            md: RemotePartitionDeleteMetadata,
+        ) -> Result<(), MetadataError> {
+            self.publish(MetadataEvent::PartitionDelete(md))
+        }
+
+        fn partitions(&self) -> Vec<TopicIdPartition> {
+            self.cache.partitions()
+        }
+    };
+}
+
 pub mod cache;
 pub mod partitioner;
 pub mod serde;
