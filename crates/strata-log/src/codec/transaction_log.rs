@@ -446,8 +446,9 @@ mod tests {
             start_timestamp_ms: -1,
             ..ongoing()
         };
-        let empty_bytes =
-            hex("0000 00000000000003e8 0000 0000ea60 00 ffffffff 0000018bcfe56800 ffffffffffffffff");
+        let empty_bytes = hex(
+            "0000 00000000000003e8 0000 0000ea60 00 ffffffff 0000018bcfe56800 ffffffffffffffff",
+        );
         assert_eq!(empty_bytes.len(), 37);
         assert_eq!(encode_value(&empty), empty_bytes);
         assert_eq!(decode_value(&empty_bytes).unwrap(), empty);
