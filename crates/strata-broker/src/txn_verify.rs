@@ -126,7 +126,7 @@ fn produce_error(code: ResponseError, version: i16) -> ApiError {
 }
 
 /// Ask the coordinator of `transactional_id` (this broker or a peer).
-async fn ask_coordinator(
+pub(crate) async fn ask_coordinator(
     broker: &Arc<Broker>,
     transactional_id: &str,
     producer_id: i64,
