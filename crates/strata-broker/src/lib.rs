@@ -94,3 +94,4 @@ pub use group::records::fuzz_round_trip as fuzz_consumer_offsets_record;
 pub use server::{serve_main, start, start_with_clock, start_with_fs, BrokerHandle};
 pub use stats::BrokerStats;
 pub use topics::{TopicStoreError, TOPICS_FILE};
+pub use txn::config::TxnConfig;

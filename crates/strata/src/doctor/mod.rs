@@ -71,10 +71,10 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "KIB_PER_SEC", default_value_t = 204_800)]
     read_rate_kib: u64,
     /// An open transaction whose producer has been silent for longer than this
-    /// is reported as hanging (Kafka's `transaction.max.timeout.ms`).
-    #[arg(long, value_name = "MS", default_value_t = transactions::DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-          value_parser = clap::value_parser!(i64).range(1..))]
-    max_transaction_timeout_ms: i64,
+    /// is reported as hanging (default: `transaction.max.timeout.ms` of
+    /// `--config`, else Kafka's 900000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(i64).range(1..))]
+    max_transaction_timeout_ms: Option<i64>,
     /// Evaluate as of this time (ms since the epoch) instead of now.
     #[arg(long, value_name = "MS", hide = true)]
     now_ms: Option<i64>,
@@ -218,6 +218,7 @@ fn offline_config(
         retention_check_interval_ms: broker.log_retention_check_interval_ms,
         recovery_threads: broker.num_recovery_threads_per_data_dir,
         cleaner_threads: broker.cleaner.threads,
+        max_transaction_timeout_ms: i64::from(broker.txn.max_timeout_ms),
         ..DoctorSettings::default()
     };
     Ok((cfg, settings))
@@ -337,7 +338,9 @@ pub fn examine(
         };
     }
     settings.read_bytes_per_sec = args.read_rate_kib.max(1) << 10;
-    settings.max_transaction_timeout_ms = args.max_transaction_timeout_ms;
+    if let Some(ms) = args.max_transaction_timeout_ms {
+        settings.max_transaction_timeout_ms = ms;
+    }
     let offline_mode = matches!(source, ConfigSource::Offline);
     let mut stores = BTreeMap::new();
     let mut partitions = Vec::new();
