@@ -125,7 +125,8 @@ def list_end_offsets(bootstrap: str, topic: str, partitions: int, read_committed
     """ListOffsets(latest) for every partition at one isolation level: the last stable offset for
     read_committed, the high watermark for read_uncommitted."""
     level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-    futures = admin(bootstrap).list_offsets(
+    client = admin(bootstrap)  # kept referenced until the futures resolve
+    futures = client.list_offsets(
         {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
         isolation_level=level, request_timeout=ADMIN_TIMEOUT_S,
     )
