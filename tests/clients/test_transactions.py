@@ -20,7 +20,7 @@ import threading
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 
 from records import create_topic, list_end_offsets, wait_stable
@@ -334,6 +334,38 @@ def test_kafka_python_read_committed(broker_factory):
     rdkafka_transactions(b.bootstrap, "txn-kp-1", topic, partitions, STEPS, count)
 
     ends = wait_stable(b.bootstrap, topic, partitions)
+    assert_log(kafka_python_read(b.bootstrap, topic, partitions, "read_committed", ends),
+               expected_log(STEPS, count, partitions, read_committed=True), "kafka-python read_committed")
+    assert_log(kafka_python_read(b.bootstrap, topic, partitions, "read_uncommitted", ends),
+               expected_log(STEPS, count, partitions, read_committed=False), "kafka-python read_uncommitted")
+
+
+def test_kafka_python_transactional_producer(broker_factory):
+    """kafka-python's own transactional producer (its own request versions): commit, abort,
+    commit, read back with kafka-python read_committed and read_uncommitted."""
+    b = broker_factory(TXN_BROKER).start()
+    topic, partitions, count = "txn-kp-producer", 2, 20
+    create_topic(b.bootstrap, topic, partitions)
+    producer = KafkaProducer(bootstrap_servers=b.bootstrap, transactional_id="txn-kp-producer-1",
+                             max_block_ms=30000)
+    try:
+        producer.init_transactions()
+        for action, prefix in STEPS:
+            producer.begin_transaction()
+            futures = [producer.send(topic, key=f"{prefix}-key-{i}".encode(), value=f"{prefix}-value-{i}".encode(),
+                                     partition=i % partitions) for i in range(count)]
+            producer.flush(timeout=30)
+            for f in futures:
+                f.get(timeout=30)  # in the log before the transaction ends
+            if action == "commit":
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+    finally:
+        producer.close(timeout=10)
+
+    ends = wait_stable(b.bootstrap, topic, partitions)
+    assert ends == {p: 3 * (count // partitions + 1) for p in range(partitions)}, ends
     assert_log(kafka_python_read(b.bootstrap, topic, partitions, "read_committed", ends),
                expected_log(STEPS, count, partitions, read_committed=True), "kafka-python read_committed")
     assert_log(kafka_python_read(b.bootstrap, topic, partitions, "read_uncommitted", ends),
