@@ -170,6 +170,7 @@ impl StoreError {
             StoreError::Unavailable { .. } => ResponseError::CoordinatorNotAvailable,
             StoreError::Storage { .. } => ResponseError::NotCoordinator,
             StoreError::TooLarge { .. } => ResponseError::UnknownServerError,
+            StoreError::Fenced { .. } => ResponseError::InvalidProducerEpoch,
         }
     }
 
@@ -179,6 +180,7 @@ impl StoreError {
             StoreError::Unavailable { .. } => ResponseError::CoordinatorNotAvailable,
             StoreError::Storage { .. } => ResponseError::NotCoordinator,
             StoreError::TooLarge { .. } => ResponseError::InvalidCommitOffsetSize,
+            StoreError::Fenced { .. } => ResponseError::InvalidProducerEpoch,
         }
     }
 }

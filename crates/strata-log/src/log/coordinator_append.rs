@@ -12,8 +12,8 @@ use super::append::Shape;
 use super::{Log, LogAppendInfo};
 use crate::batch::{validate_batch, validate_batch_deep, BatchView};
 use crate::error::LogError;
-use crate::producer_state::AppendOrigin;
-use crate::types::LeaderEpoch;
+use crate::producer_state::{AppendOrigin, ProducerStateEntry};
+use crate::types::{LeaderEpoch, ProducerId};
 
 /// Byte range of a batch's base offset, outside the CRC.
 const BASE_OFFSET: std::ops::Range<usize> = 0..8;
@@ -77,6 +77,21 @@ impl Log {
         drop(guard);
         self.after_append(batch, &info, cfg.durable_append)?;
         Ok(info)
+    }
+}
+
+impl Log {
+    /// Every producer with state in this partition, by producer id
+    /// (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<(ProducerId, ProducerStateEntry)> {
+        let g = self.append.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<_> = g
+            .producers
+            .active_producers()
+            .map(|(id, e)| (id, e.clone()))
+            .collect();
+        out.sort_by_key(|(id, _)| *id);
+        out
     }
 }
 
