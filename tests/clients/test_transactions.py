@@ -246,8 +246,10 @@ class LineReader:
 
 def test_java_consume_transform_produce_survives_broker_kill(broker_factory, java):
     """Consume-transform-produce with sendOffsetsToTransaction; the broker is SIGKILLed and
-    restarted mid-run, the loop is restarted whenever it dies and resumes from the committed
-    offsets; at the end the output holds every input record exactly once, in order."""
+    restarted mid-run, later the loop itself is SIGKILLed inside a transaction (its records and
+    offsets sent, not committed); the loop is restarted whenever it dies and resumes from the
+    committed offsets. At the end the output read read_committed holds every input record exactly
+    once, in order, although the log also holds the dead loop's aborted records."""
     b = broker_factory(TXN_BROKER, keep_port=True).start()
     src, dst, partitions, count = "ctp-in", "ctp-out", 3, 900
     create_topic(b.bootstrap, src, partitions)
@@ -261,15 +263,19 @@ def test_java_consume_transform_produce_survives_broker_kill(broker_factory, jav
     commits_before_kill = 0
     commits = 0
     runs: list[str] = []
-    killed = done = False
-    last_error = None
+    killed = java_killed = done = False
     while not done:
         assert len(runs) < 6, f"TxnTransform did not finish in 6 runs: {runs}"
-        proc = java.spawn("TxnTransform", b.bootstrap, src, dst, "ctp-group", "ctp-txn", 50, 20)
+        last_error = None
+        proc = java.spawn("TxnTransform", b.bootstrap, src, dst, "ctp-group", "ctp-txn", 50, 100)
         reader = LineReader(proc)
         try:
             while (event := reader.next(deadline)) is not None:
-                if event["event"] == "committed":
+                if event["event"] == "sent" and killed and not java_killed and commits >= commits_before_kill + 4:
+                    # Inside a transaction (100 ms before its commit): its records are in the log.
+                    proc.kill()
+                    java_killed = True
+                elif event["event"] == "committed":
                     commits += 1
                     if not killed and commits >= 4:
                         # Mid-run: the loop is inside its next transaction (or about to begin it).
@@ -290,6 +296,7 @@ def test_java_consume_transform_produce_survives_broker_kill(broker_factory, jav
             runs.append(f"exit {code}: {last_error}")
     print(f"commits: {commits} ({commits_before_kill} before the kill); failed runs: {runs}")
     assert killed and commits > commits_before_kill, "the broker kill did not land mid-run"
+    assert java_killed, "the loop was never killed inside a transaction"
 
     ends = wait_stable(b.bootstrap, dst, partitions)
     got = java_read(java, b.bootstrap, dst, "read_committed", ends)
@@ -300,6 +307,12 @@ def test_java_consume_transform_produce_survives_broker_kill(broker_factory, jav
         missing = sorted(set(want) - set(values))[:5]
         assert dups == 0 and not missing, f"partition {p}: {dups} duplicates, missing {missing}"
         assert values == want, f"partition {p}: output out of order"
+    # The killed loop's transaction was aborted: its records are in the log, read_uncommitted
+    # returns them, read_committed above did not.
+    everything = java_read(java, b.bootstrap, dst, "read_uncommitted", ends)
+    aborted = sum(len(r) for r in everything.values()) - count
+    assert aborted > 0, "no aborted records in the output: the kill did not land inside a transaction"
+    print(f"aborted output records skipped by read_committed: {aborted}")
 
     consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "ctp-group"})
     try:

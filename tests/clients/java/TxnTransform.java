@@ -23,8 +23,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * group's committed offsets (manual assignment of every partition), and for each poll (at most
  * batch records) writes one output record per input record (same partition, same key, value
  * "T:" + input value) and the consumed offsets (sendOffsetsToTransaction) in one transaction.
- * Prints "committed" after each transaction with the group's new positions, and "done" once the
- * positions reach the input's end offsets as found at start.
+ * Prints "sent" once a transaction's records and offsets are with the broker (then waits pauseMs
+ * before committing, a window for the caller to kill it mid-transaction), "committed" after each
+ * transaction with the group's new positions, and "done" once the positions reach the input's
+ * end offsets as found at start.
  *
  * <p>Any error ends the program with exit code 2 after an "error" line (nothing is retried
  * here): the caller starts it again and it carries on from the committed offsets, its
@@ -99,6 +101,9 @@ public final class TxnTransform {
                     offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
                 }
                 producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                producer.flush();
+                // The transaction's records and offsets are with the broker, not yet committed.
+                Json.emit("event", "sent", "records", records.count());
                 if (pauseMs > 0) {
                     Thread.sleep(pauseMs);
                 }
