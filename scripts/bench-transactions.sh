@@ -4,8 +4,8 @@
 # log dir, and runs tests/clients/java/TxnBench.java with the Java client: COUNT records of
 # 1 KiB over 3 partitions per run with a plain idempotent producer (acks=all) and with
 # transactional producers committing every 100 and every 1,000 records, ROUNDS rounds in rotated
-# order after one unreported warm-up run of each. Prints records/s per run, then per mode the
-# median and its ratio to the idempotent producer. Settings: COUNT (default 100000), ROUNDS
+# order after one unreported warm-up run of each. Prints records/s per run (and the mean time of
+# a commitTransaction() call), then per mode the median and its ratio to the idempotent producer. Settings: COUNT (default 100000), ROUNDS
 # (default 3), SIZE (default 1024); extra arguments are TxnBench modes (default: idempotent
 # txn:100 txn:1000).
 # Results are recorded in docs/benchmarks.md.
@@ -68,7 +68,8 @@ import sys
 
 lines = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
 for r in (x for x in lines if x["event"] == "run"):
-    print(f"round {r['round']}  {r['mode']:<11} {r['recordsPerSec']:>9} records/s {r['mibPerSec']:>7} MiB/s")
+    commit = "" if r["mode"] == "idempotent" else f"  commitTransaction {r['meanCommitMs']} ms mean"
+    print(f"round {r['round']}  {r['mode']:<11} {r['recordsPerSec']:>9} records/s {r['mibPerSec']:>7} MiB/s{commit}")
 print("median records/s (ratio to the idempotent producer):")
 for s in (x for x in lines if x["event"] == "summary"):
     ratio = "-" if s["ratioToIdempotent"] is None else f"{s['ratioToIdempotent']:.2f}"

@@ -15,13 +15,16 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
- * Producer throughput with and without transactions against one broker (scripts/bench-transactions.sh).
- * Each mode sends count records of size bytes, partition i % partitions, with a fresh producer:
- * {@code idempotent} (the default producer: idempotence on, acks=all; one flush at the end) or
- * {@code txn:N} (a transactional producer committing every N records). Creates the topic, then
- * runs the modes in turn, rounds times, each round in a rotated order so drift and order effects
- * fall on every mode alike (after one unreported warm-up run of each); prints one "run" line per run (records/s, MiB/s) and one "summary" line per mode with the
- * median records/s and its ratio to the idempotent producer's median.
+ * Producer throughput with and without transactions against one broker
+ * (scripts/bench-transactions.sh). Each mode sends count records of size bytes, partition
+ * i % partitions, with a fresh producer: {@code idempotent} (the default producer: idempotence
+ * on, acks=all; one flush at the end) or {@code txn:N} (a transactional producer committing every
+ * N records). Creates the topic, runs each mode once unreported (warm-up), then the modes in
+ * turn, rounds times, each round in a rotated order so drift and order effects fall on every mode
+ * alike. Prints one "run" line per run (records/s, MiB/s, and the mean time a
+ * commitTransaction() call took: it flushes the transaction's last records and waits for
+ * EndTxn), then one "summary" line per mode with the median records/s and its ratio to the
+ * idempotent producer's median.
  *
  * <p>Args: bootstrap topic partitions count size rounds mode...
  */
@@ -57,10 +60,12 @@ public final class TxnBench {
         for (int round = 0; round < rounds; round++) {
             for (int m = 0; m < modes.size(); m++) {
                 String mode = modes.get((m + round) % modes.size());
-                double rate = run(bootstrap, topic, partitions, count, value, mode, "bench-" + round + "-" + mode);
+                double[] result = run(bootstrap, topic, partitions, count, value, mode, "bench-" + round + "-" + mode);
+                double rate = result[0];
                 rates.get(mode).add(rate);
                 Json.emit("event", "run", "round", round, "mode", mode, "records", count,
-                        "recordsPerSec", Math.round(rate), "mibPerSec", Math.round(rate * size / 1048576.0 * 10) / 10.0);
+                        "recordsPerSec", Math.round(rate), "mibPerSec", Math.round(rate * size / 1048576.0 * 10) / 10.0,
+                        "meanCommitMs", Math.round(result[1] * 100) / 100.0);
             }
         }
         Double base = rates.containsKey("idempotent") ? median(rates.get("idempotent")) : null;
@@ -71,7 +76,8 @@ public final class TxnBench {
         }
     }
 
-    private static double run(String bootstrap, String topic, int partitions, int count, byte[] value, String mode,
+    /** Returns {records/s, mean milliseconds per commitTransaction() (0 without transactions)}. */
+    private static double[] run(String bootstrap, String topic, int partitions, int count, byte[] value, String mode,
             String transactionalId) throws Exception {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -84,6 +90,8 @@ public final class TxnBench {
         } else if (!mode.equals("idempotent")) {
             throw new IllegalArgumentException("unknown mode " + mode);
         }
+        long commitNanos = 0;
+        int commits = 0;
         AtomicInteger failed = new AtomicInteger();
         AtomicReference<Exception> firstError = new AtomicReference<>();
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
@@ -102,7 +110,10 @@ public final class TxnBench {
                     }
                 });
                 if (perTxn > 0 && ((i + 1) % perTxn == 0 || i + 1 == count)) {
+                    long before = System.nanoTime();
                     producer.commitTransaction();
+                    commitNanos += System.nanoTime() - before;
+                    commits++;
                 }
             }
             producer.flush();
@@ -110,7 +121,8 @@ public final class TxnBench {
             if (failed.get() > 0) {
                 throw new IllegalStateException(failed.get() + " sends failed in mode " + mode, firstError.get());
             }
-            return count / (elapsed / 1e9);
+            double meanCommitMs = commits == 0 ? 0 : commitNanos / 1e6 / commits;
+            return new double[] {count / (elapsed / 1e9), meanCommitMs};
         }
     }
 
