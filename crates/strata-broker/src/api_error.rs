@@ -96,6 +96,13 @@ pub(crate) enum ApiError {
     Store(#[source] TopicStoreError),
     #[error("{0}")]
     Log(#[source] LogError),
+    /// A transactional batch the transaction coordinator did not verify
+    /// (KIP-890), with the code to answer and why.
+    #[error("{reason}")]
+    Transaction {
+        code: kafka_protocol::error::ResponseError,
+        reason: &'static str,
+    },
 }
 
 impl ApiError {

@@ -52,6 +52,8 @@ pub(crate) struct Broker {
     pub groups: GroupCoordinator,
     /// The transaction coordinator (its own locking, see `txn::coordinator`).
     pub txn: TxnCoordinator,
+    /// KIP-890 verification guards of transactional batches (`txn_verify`).
+    pub verifications: crate::txn::guards::Verifications,
     /// The remote tier, when `remote.log.storage.system.enable=true` (set once at start).
     pub tiered: std::sync::OnceLock<Arc<strata_tiered::RemoteLogManager>>,
     /// Dynamic broker configs; the log defaults in force come from here,
@@ -107,6 +109,7 @@ impl Broker {
         Broker {
             groups: GroupCoordinator::new(config.group.clone()),
             txn: TxnCoordinator::new(config.txn.clone()),
+            verifications: Default::default(),
             config,
             cluster_id,
             advertised,

@@ -64,6 +64,7 @@ impl ApiError {
             ApiError::PartitionOffline { .. } => R::KafkaStorageError,
             ApiError::LeaderNotAvailable => R::LeaderNotAvailable,
             ApiError::NotLeaderOrFollower => R::NotLeaderOrFollower,
+            ApiError::Transaction { code, .. } => *code,
             // etcd unreachable, no controller, a lost race: retriable, and
             // the message says which.
             ApiError::Cluster(_) => R::RequestTimedOut,

@@ -51,6 +51,13 @@ fn append_now(
     origin: Origin,
 ) -> Result<Appended, ApiError> {
     let tp = TopicPartition::new(topic, partition);
+    // A marker ends the producer's transaction: it invalidates a KIP-890
+    // guard of that producer (see `txn_verify`), atomically with the append.
+    let guards = (origin == Origin::Coordinator).then(|| broker.verifications.lock(&tp));
+    let mut held = guards.as_ref().map(|g| g.hold());
+    if let (Some(held), Ok(view)) = (held.as_mut(), strata_log::batch::BatchView::parse(&batch)) {
+        held.remove(&view.producer_id().0);
+    }
     match &broker.replicas {
         Some(replicas) => {
             let replica = replicas.get(&tp).ok_or(ApiError::NotLeaderOrFollower)?;

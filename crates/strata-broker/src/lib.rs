@@ -80,6 +80,7 @@ mod tiered;
 mod topics;
 mod txn;
 mod txn_markers;
+mod txn_verify;
 
 pub use config::{
     BrokerConfig, ConfigError, ConnectionLimits, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR,

@@ -56,6 +56,9 @@ struct Job {
     durable: bool,
     /// Cluster mode: the replica (high watermark, ISR).
     replica: Option<Arc<Partition>>,
+    /// A transactional batch: its producer id and the KIP-890 guard it is
+    /// appended under (`None`: its transaction was already open).
+    txn: Option<(i64, Option<u64>)>,
 }
 
 pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> ProduceOutcome {
@@ -90,6 +93,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
                         records: pd.records.unwrap_or_default(),
                         durable,
                         replica,
+                        txn: None,
                     });
                     out.partition_responses
                         .push(PartitionProduceResponse::default());
@@ -98,6 +102,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         }
         response.responses.push(out);
     }
+    let jobs = verify_transactional(ctx, req.transactional_id.as_ref(), jobs, &mut response).await;
     if !jobs.is_empty() {
         let mut results = broker.blocking(move |b| append_all(b, jobs, acks)).await;
         broker.notify_appended();
@@ -121,6 +126,69 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         acks,
         any_error,
     }
+}
+
+/// Transactional batches (KIP-890): a batch of a producer whose
+/// transaction is not yet open on its partition is appended only once the
+/// transaction coordinator confirms the partition is in the transaction.
+/// A transactional batch without a transactional id is refused
+/// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Kafka does. Refused jobs are
+/// answered here and dropped.
+async fn verify_transactional(
+    ctx: &RequestContext,
+    transactional_id: Option<&kafka_protocol::messages::TransactionalId>,
+    jobs: Vec<Job>,
+    response: &mut ProduceResponse,
+) -> Vec<Job> {
+    let mut pending = Vec::new();
+    let mut kept = Vec::with_capacity(jobs.len());
+    for mut job in jobs {
+        let Some((pid, epoch, _)) = crate::txn_verify::transactional_producer(&job.records) else {
+            kept.push(job);
+            continue;
+        };
+        if transactional_id.is_none() {
+            let e = ApiError::Transaction {
+                code: ResponseError::TransactionalIdAuthorizationFailed,
+                reason: "transactional records need a transactional id",
+            };
+            response.responses[job.topic_idx].partition_responses[job.slot] =
+                error_partition(ctx, job.partition, &e);
+            continue;
+        }
+        job.txn = Some((pid, None));
+        pending.push((job, epoch));
+    }
+    let Some(id) = transactional_id else {
+        return kept;
+    };
+    if pending.is_empty() {
+        return kept;
+    }
+    let items = pending
+        .iter()
+        .map(|(job, epoch)| {
+            let tp = strata_log::TopicPartition::new(
+                response.responses[job.topic_idx].name.0.to_string(),
+                job.partition,
+            );
+            (tp, job.log.clone(), job.txn.map_or(-1, |t| t.0), *epoch)
+        })
+        .collect();
+    let verified = crate::txn_verify::verify(&ctx.broker, id.0.as_str(), ctx.version, items).await;
+    for ((mut job, _), v) in pending.into_iter().zip(verified) {
+        match v {
+            Ok(guard) => {
+                job.txn = job.txn.map(|(pid, _)| (pid, guard));
+                kept.push(job);
+            }
+            Err(e) => {
+                response.responses[job.topic_idx].partition_responses[job.slot] =
+                    error_partition(ctx, job.partition, &e);
+            }
+        }
+    }
+    kept
 }
 
 /// Where a partition's records go, once the checks passed.
@@ -197,6 +265,18 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
     let mut out = Vec::with_capacity(jobs.len());
     for mut job in jobs {
         let mut buf = BytesMut::from(&job.records[..]);
+        // A transactional batch is appended under its partition's KIP-890
+        // guards, which a marker append also takes.
+        let guards = job
+            .txn
+            .map(|_| broker.verifications.lock(job.log.topic_partition()));
+        let mut held = guards.as_ref().map(|g| g.hold());
+        if let (Some(held), Some((pid, guard))) = (held.as_mut(), job.txn) {
+            if let Err(e) = crate::txn_verify::check_guard(held, &job.log, pid, guard) {
+                out.push((job.topic_idx, job.slot, job.partition, Err(e), None));
+                continue;
+            }
+        }
         let appended = match &job.replica {
             // In the replica's current epoch, with role changes held off.
             Some(r) => match r.leader_append(|epoch| job.log.append_as_leader(&mut buf, epoch)) {
@@ -211,6 +291,11 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
                 .append_as_leader(&mut buf, LeaderEpoch(job.epoch))
                 .map_err(ApiError::Log),
         };
+        if let (Some(held), Some((pid, _)), true) = (held.as_mut(), job.txn, appended.is_ok()) {
+            // The transaction is open on the partition now.
+            held.remove(&pid);
+        }
+        drop(held);
         let result = appended.and_then(|info| {
             match (&broker.replicas, &job.replica) {
                 (Some(replicas), Some(r)) => replicas.after_leader_append(&r.tp),

@@ -2,7 +2,8 @@
 //! transaction. The group coordinator writes them as a transactional batch
 //! of the producer to the group's `__consumer_offsets` partition; they
 //! become visible when the transaction's COMMIT marker reaches that
-//! partition and are dropped on ABORT.
+//! partition and are dropped on ABORT. The transaction coordinator first
+//! confirms the partition is in the transaction (KIP-890).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
@@ -13,6 +14,49 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use super::RequestContext;
 use crate::error_code::code_of;
 use crate::group::api::{CommitPartition, CommitRequest};
+use crate::group::{partition_for, OFFSETS_TOPIC};
+
+/// KIP-890: the group's `__consumer_offsets` partition must be in the
+/// producer's ongoing transaction (added by AddOffsetsToTxn); errors are
+/// converted as Kafka's `TxnOffsetCommit` does.
+async fn verify(ctx: &RequestContext, req: &TxnOffsetCommitRequest) -> Result<(), ResponseError> {
+    use ResponseError as E;
+    let broker = &ctx.broker;
+    if !broker.config.txn.verification_enable {
+        return Ok(());
+    }
+    let count = broker
+        .topics
+        .get(OFFSETS_TOPIC)
+        .map_or(broker.config.group.offsets_topic_num_partitions, |t| {
+            t.partitions
+        });
+    let partition = (
+        OFFSETS_TOPIC.to_string(),
+        partition_for(req.group_id.0.as_str(), count),
+    );
+    let answer = crate::txn_verify::ask_coordinator(
+        broker,
+        req.transactional_id.0.as_str(),
+        req.producer_id.0,
+        req.producer_epoch,
+        &[partition],
+    )
+    .await;
+    match answer.into_iter().next().unwrap_or(Ok(())) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(match e {
+            E::NetworkException => E::CoordinatorLoadInProgress,
+            E::UnknownTopicOrPartition | E::NotEnoughReplicas | E::NotEnoughReplicasAfterAppend => {
+                E::CoordinatorNotAvailable
+            }
+            E::NotLeaderOrFollower | E::KafkaStorageError => E::NotCoordinator,
+            E::ProducerFenced => E::InvalidProducerEpoch,
+            E::TransactionAbortable if ctx.version < 4 => E::InvalidTxnState,
+            other => other,
+        }),
+    }
+}
 
 pub(crate) async fn handle(
     ctx: &RequestContext,
@@ -61,10 +105,15 @@ pub(crate) async fn handle(
         partitions,
         txn: Some((req.producer_id.0, req.producer_epoch)),
     };
-    let mut results = if commit.partitions.is_empty() {
-        Vec::new()
+    let verified = if commit.partitions.is_empty() {
+        Ok(())
     } else {
-        broker.groups.commit(broker, commit).await
+        verify(ctx, &req).await
+    };
+    let mut results = match verified {
+        Err(e) => vec![Some(e); commit.partitions.len()],
+        Ok(()) if commit.partitions.is_empty() => Vec::new(),
+        Ok(()) => broker.groups.commit(broker, commit).await,
     }
     .into_iter();
     let mut topics: Vec<TxnOffsetCommitResponseTopic> = req

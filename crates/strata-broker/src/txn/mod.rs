@@ -7,6 +7,7 @@
 //!
 //! - `config`: `transaction.*` broker properties.
 //! - `metadata`: one transactional id's state and Kafka's transition rules (pure).
+//! - `guards`: KIP-890 verification guards of the partitions this broker leads.
 //! - `coordinator`: the runtime — the cache of owned partitions, writes,
 //!   marker fan-out, loading, the timeout and expiration task.
 //!
@@ -15,6 +16,7 @@
 
 pub(crate) mod config;
 pub(crate) mod coordinator;
+pub(crate) mod guards;
 pub(crate) mod metadata;
 
 /// The internal topic holding transaction state.
