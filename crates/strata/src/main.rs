@@ -7,7 +7,7 @@
 //! - `strata log verify`: [`verify`], a read-only consistency check of
 //!   partition and log directories.
 //! - `strata log doctor`: [`doctor`], explains a partition (retention,
-//!   compaction, restart cost, rolls, indexes, damage).
+//!   compaction, restart cost, rolls, indexes, damage, hanging transactions).
 //! - `strata log compact --dry-run`: [`compact`], what compaction would reclaim.
 //! - `strata tier fsck`: [`tier`], the remote-tier catalogue against the bucket.
 //! - [`read`]: the read-only file readers `dump`, `verify` and `doctor`

@@ -29,3 +29,4 @@ mod produce_errors;
 mod produce_fetch;
 mod restart;
 mod topic_store_recovery;
+mod transactions;

@@ -162,6 +162,13 @@ mod tests {
         let entry = log.producer_state_of(ProducerId(7)).unwrap();
         assert_eq!(entry.current_txn_first_offset(), None);
         assert_eq!(entry.coordinator_epoch(), 5);
+        log.update_high_watermark(log.log_end_offset());
+        let all = log
+            .read(Offset(0), 1 << 20, ReadBound::HighWatermark, true)
+            .unwrap()
+            .read_to_vec()
+            .unwrap();
+        assert_eq!(crate::batch::BatchScanner::new(&all).count(), 2);
         // The written batch carries the log's offset and leader epoch.
         let data = log
             .read(Offset(1), 1 << 20, ReadBound::LogEnd, true)

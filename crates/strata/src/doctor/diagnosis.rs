@@ -27,6 +27,9 @@ pub enum Symptom {
     IndexFill,
     /// Files that `strata log verify` reports as damaged.
     DataDamaged,
+    /// read_committed consumers make no progress: an open transaction holds
+    /// the last stable offset back.
+    LastStableOffsetStuck,
 }
 
 /// The cause a finding explains (stable identifiers for `--json`).
@@ -83,6 +86,14 @@ pub enum Cause {
     IndexFill,
     /// `strata log verify` found an error (corrupt batch, torn tail, bad index).
     VerifyFoundDamage,
+    /// A transaction open longer than `transaction.max.timeout.ms`: nothing
+    /// will end it but an abort from an administrator.
+    HangingTransaction,
+    /// A transaction open for less than `transaction.max.timeout.ms`.
+    OpenTransaction,
+    /// The producer state could not be rebuilt (unreadable snapshot, a log
+    /// breaking transaction rules).
+    ProducerStateIncomplete,
 }
 
 /// Info: an answer. Warning: the symptom is present and this explains it.
@@ -143,6 +154,9 @@ pub struct DoctorSettings {
     pub read_bytes_per_sec: u64,
     /// `log.cleaner.threads`.
     pub cleaner_threads: usize,
+    /// `transaction.max.timeout.ms`: an open transaction whose producer is
+    /// silent for longer is reported as hanging.
+    pub max_transaction_timeout_ms: i64,
 }
 
 impl Default for DoctorSettings {
@@ -152,6 +166,7 @@ impl Default for DoctorSettings {
             recovery_threads: 1,
             read_bytes_per_sec: 200 << 20,
             cleaner_threads: 1,
+            max_transaction_timeout_ms: super::transactions::DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
         }
     }
 }

@@ -17,7 +17,9 @@
 //!   [`diagnosis::diagnose`]; [`retention`], [`compaction`] and
 //!   [`segments`] hold the reasoning (retention reuses
 //!   `strata_log::retention::decide`, the broker's own rule); [`damage`]
-//!   reports what `strata log verify`'s checks find.
+//!   reports what `strata log verify`'s checks find; [`transactions`]
+//!   rebuilds the producer state read-only and reports hanging transactions
+//!   with the `kafka-transactions.sh abort` command for each.
 //!
 //! Nothing is written; exit 0 with findings, 2 on usage or I/O errors.
 
@@ -28,6 +30,7 @@ pub mod remote;
 pub mod retention;
 pub mod scan;
 pub mod segments;
+pub mod transactions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -67,6 +70,11 @@ pub struct DoctorArgs {
     /// (default 200 MiB/s).
     #[arg(long, value_name = "KIB_PER_SEC", default_value_t = 204_800)]
     read_rate_kib: u64,
+    /// An open transaction whose producer has been silent for longer than this
+    /// is reported as hanging (Kafka's `transaction.max.timeout.ms`).
+    #[arg(long, value_name = "MS", default_value_t = transactions::DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+          value_parser = clap::value_parser!(i64).range(1..))]
+    max_transaction_timeout_ms: i64,
     /// Evaluate as of this time (ms since the epoch) instead of now.
     #[arg(long, value_name = "MS", hide = true)]
     now_ms: Option<i64>,
@@ -269,10 +277,22 @@ fn report_for(
     cfg: &LogConfig,
     topic_store_configs: BTreeMap<String, String>,
     s: &DoctorSettings,
+    bootstrap: Option<&str>,
     now: i64,
 ) -> PartitionReport {
     let mut findings = diagnose(facts, cfg, s, now);
     damage::diagnose(&damage::verify_findings(&facts.dir), &mut findings);
+    let txn_settings = transactions::TxnSettings {
+        max_transaction_timeout_ms: s.max_transaction_timeout_ms,
+        bootstrap: bootstrap.unwrap_or("HOST:PORT").to_owned(),
+    };
+    transactions::diagnose(
+        facts,
+        &transactions::read_open_transactions(facts),
+        &txn_settings,
+        now,
+        &mut findings,
+    );
     PartitionReport {
         dir: facts.dir.clone(),
         topic: facts.tp.topic.clone(),
@@ -317,6 +337,7 @@ pub fn examine(
         };
     }
     settings.read_bytes_per_sec = args.read_rate_kib.max(1) << 10;
+    settings.max_transaction_timeout_ms = args.max_transaction_timeout_ms;
     let offline_mode = matches!(source, ConfigSource::Offline);
     let mut stores = BTreeMap::new();
     let mut partitions = Vec::new();
@@ -345,7 +366,14 @@ pub fn examine(
             if args.topic.as_ref().is_some_and(|t| *t != tp.topic) {
                 continue;
             }
-            partitions.push(report_for(&facts, &topic_cfg, stored, &settings, now));
+            partitions.push(report_for(
+                &facts,
+                &topic_cfg,
+                stored,
+                &settings,
+                args.bootstrap_server.as_deref(),
+                now,
+            ));
         }
     }
     Ok(Report {

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -127,11 +128,58 @@ fn mtime_ms(path: &Path) -> Result<i64, ReadError> {
         .unwrap_or(0))
 }
 
-/// Walk every whole batch of a `.log` in windows; `count_tombstones`
-/// decodes records (decompressing) to count null values.
-fn scan_log(path: &Path, base: Offset, count_tombstones: bool) -> Result<SegmentFacts, ReadError> {
+/// Walk every whole batch of a `.log` in bounded windows (a 1 GiB segment
+/// never sits in memory), calling `f` with each item and its position in
+/// the file. Stops at a corrupt batch or a partial tail (`strata log
+/// verify` reports those), or when `f` breaks; a batch larger than the
+/// window widens it. Returns the position after the last whole batch read.
+///
+/// # Errors
+/// The file cannot be opened or read.
+pub fn walk_batches(
+    path: &Path,
+    mut f: impl FnMut(u64, &Scanned<'_>) -> ControlFlow<()>,
+) -> Result<u64, ReadError> {
     let file = File::open(path).map_err(io_err(path, "open"))?;
     let file_len = file.metadata().map_err(io_err(path, "stat"))?.len();
+    let mut pos = 0u64;
+    let mut window = WINDOW;
+    let mut buf = Vec::new();
+    while pos < file_len {
+        let remaining = file_len - pos;
+        let want = (remaining as usize).min(window);
+        buf.resize(want, 0);
+        file.read_exact_at(&mut buf, pos)
+            .map_err(io_err(path, "read"))?;
+        let (items, end) = scan(&buf);
+        let mut corrupt = false;
+        for item in &items {
+            let at = match item {
+                Scanned::V2 { position, .. }
+                | Scanned::Legacy { position, .. }
+                | Scanned::Corrupt { position, .. } => pos + *position as u64,
+            };
+            if matches!(item, Scanned::Corrupt { .. }) {
+                corrupt = true;
+            }
+            if f(at, item).is_break() {
+                return Ok(at);
+            }
+        }
+        pos += end as u64;
+        if corrupt || want as u64 == remaining {
+            break;
+        }
+        if end == 0 {
+            window = window.saturating_mul(2);
+        }
+    }
+    Ok(pos)
+}
+
+/// The facts of one `.log`; `count_tombstones` decodes records
+/// (decompressing) to count null values.
+fn scan_log(path: &Path, base: Offset, count_tombstones: bool) -> Result<SegmentFacts, ReadError> {
     let mut facts = SegmentFacts {
         base_offset: base,
         size: 0,
@@ -145,61 +193,41 @@ fn scan_log(path: &Path, base: Offset, count_tombstones: bool) -> Result<Segment
         tombstones: 0,
         horizon_batches: Vec::new(),
     };
-    let mut pos = 0u64;
-    let mut window = WINDOW;
-    let mut buf = Vec::new();
     let mut scratch = Vec::new();
-    while pos < file_len {
-        let remaining = file_len - pos;
-        let want = (remaining as usize).min(window);
-        buf.resize(want, 0);
-        file.read_exact_at(&mut buf, pos)
-            .map_err(io_err(path, "read"))?;
-        let (items, end) = scan(&buf);
-        let mut corrupt = false;
-        for item in &items {
-            match item {
-                Scanned::V2 { batch, .. } => {
-                    facts.batches += 1;
-                    facts.next_offset = batch.next_offset();
-                    let ts = batch.max_timestamp();
-                    facts.first_batch_timestamp.get_or_insert(ts);
-                    facts.max_timestamp = facts.max_timestamp.max(ts);
-                    if count_tombstones && !batch.is_control() {
-                        let n = batch
-                            .record_iter(&mut scratch)
-                            .map(|it| it.flatten().filter(|r| r.value.is_none()).count())
-                            .unwrap_or(0) as u64;
-                        facts.tombstones += n;
-                        if let Some(h) = batch.delete_horizon().filter(|_| n > 0) {
-                            facts.horizon_batches.push(HorizonBatch {
-                                base_offset: batch.base_offset(),
-                                delete_horizon: h,
-                                tombstones: n,
-                            });
-                        }
+    let size = walk_batches(path, |_, item| {
+        match item {
+            Scanned::V2 { batch, .. } => {
+                facts.batches += 1;
+                facts.next_offset = batch.next_offset();
+                let ts = batch.max_timestamp();
+                facts.first_batch_timestamp.get_or_insert(ts);
+                facts.max_timestamp = facts.max_timestamp.max(ts);
+                if count_tombstones && !batch.is_control() {
+                    let n = batch
+                        .record_iter(&mut scratch)
+                        .map(|it| it.flatten().filter(|r| r.value.is_none()).count())
+                        .unwrap_or(0) as u64;
+                    facts.tombstones += n;
+                    if let Some(h) = batch.delete_horizon().filter(|_| n > 0) {
+                        facts.horizon_batches.push(HorizonBatch {
+                            base_offset: batch.base_offset(),
+                            delete_horizon: h,
+                            tombstones: n,
+                        });
                     }
                 }
-                Scanned::Legacy { entry, .. } => {
-                    facts.batches += 1;
-                    facts.next_offset = entry.offset.plus(1);
-                    facts.first_batch_timestamp.get_or_insert(entry.timestamp);
-                    facts.max_timestamp = facts.max_timestamp.max(entry.timestamp);
-                }
-                Scanned::Corrupt { .. } => corrupt = true,
             }
+            Scanned::Legacy { entry, .. } => {
+                facts.batches += 1;
+                facts.next_offset = entry.offset.plus(1);
+                facts.first_batch_timestamp.get_or_insert(entry.timestamp);
+                facts.max_timestamp = facts.max_timestamp.max(entry.timestamp);
+            }
+            Scanned::Corrupt { .. } => {}
         }
-        pos += end as u64;
-        // A corrupt batch or a partial tail ends the scan (`strata log
-        // verify` reports it); a batch larger than the window widens it.
-        if corrupt || want as u64 == remaining {
-            break;
-        }
-        if end == 0 {
-            window = window.saturating_mul(2);
-        }
-    }
-    facts.size = pos;
+        ControlFlow::Continue(())
+    })?;
+    facts.size = size;
     Ok(facts)
 }
 

@@ -133,6 +133,10 @@ pub struct RecordLine {
     /// With `--print-data-log`: the value decoded as UTF-8 (absent for a null value).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
+    /// With `--transaction-log-decoder`: the decoded `__transaction_state`
+    /// record (`key` and `payload` then hold Kafka's texts of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transaction_log: Option<super::txn_log::TxnLogRecord>,
 }
 
 impl RecordLine {

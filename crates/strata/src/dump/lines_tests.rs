@@ -86,6 +86,7 @@ fn record() -> RecordLine {
         control: None,
         key: None,
         payload: None,
+        transaction_log: None,
     }
 }
 

@@ -3,7 +3,8 @@
 //! Files are dispatched on their last extension as Kafka does (`.log` and
 //! KRaft `.checkpoint` → batches, `.index`, `.timeindex`, `.snapshot`,
 //! `.txnindex`); Strata also prints checkpoint files and `partition.metadata`,
-//! which Kafka's tool cannot read. Output lines are rendered by [`lines`];
+//! which Kafka's tool cannot read. Output lines are rendered by [`lines`]
+//! (`--transaction-log-decoder` texts by [`txn_log`]);
 //! the problem reports Kafka prints on stderr after all files are collected in
 //! [`Problems`] and printed at the end in Kafka's wording.
 //!
@@ -14,6 +15,7 @@ mod kraft;
 mod lines;
 mod misc;
 mod segment;
+mod txn_log;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -42,6 +44,10 @@ pub struct DumpArgs {
     /// Just check index sanity (the broker's startup check) without printing its content.
     #[arg(long)]
     index_sanity_check: bool,
+    /// Decode records as `__transaction_state` keys and values (transaction
+    /// metadata); implies --print-data-log.
+    #[arg(long)]
+    transaction_log_decoder: bool,
     /// Size of the largest message.
     #[arg(long, value_name = "size", default_value_t = 5 * 1024 * 1024)]
     max_message_size: u32,
@@ -63,6 +69,8 @@ pub struct DumpArgs {
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
     pub print_data: bool,
+    /// `--transaction-log-decoder`: keys and values are printed decoded.
+    pub transaction_log: bool,
     pub deep: bool,
     pub verify_only: bool,
     pub sanity_only: bool,
@@ -75,8 +83,9 @@ pub struct Options {
 impl From<&DumpArgs> for Options {
     fn from(a: &DumpArgs) -> Self {
         Options {
-            print_data: a.print_data_log,
-            deep: a.deep_iteration || a.print_data_log,
+            print_data: a.print_data_log || a.transaction_log_decoder,
+            transaction_log: a.transaction_log_decoder,
+            deep: a.deep_iteration || a.print_data_log || a.transaction_log_decoder,
             verify_only: a.verify_index_only,
             sanity_only: a.index_sanity_check,
             max_message_size: a.max_message_size,

@@ -6,6 +6,7 @@ use std::path::Path;
 use strata_log::batch::{BatchView, ControlRecordType, EndTransactionMarker, LegacyEntry, Record};
 
 use super::lines::{BatchLine, ControlLine, RecordLine};
+use super::txn_log::TxnLogRecord;
 use super::{file_offset, Emitter, Options, Problems};
 use crate::read::records::{scan, Scanned};
 use crate::read::{read_prefix, ReadError};
@@ -181,6 +182,77 @@ fn text_of(bytes: Option<&[u8]>) -> Option<String> {
     bytes.map(|b| String::from_utf8_lossy(b).into_owned())
 }
 
+/// What a record line prints after its metadata: with `--print-data-log`
+/// the key and value as UTF-8, with `--transaction-log-decoder` the
+/// `__transaction_state` texts (an undecodable record is reported on
+/// stderr and printed with whatever could be decoded).
+struct Data {
+    key: Option<String>,
+    payload: Option<String>,
+    transaction_log: Option<TxnLogRecord>,
+}
+
+/// Where a record sits, for error messages.
+struct RecordAt<'p> {
+    path: &'p Path,
+    position: usize,
+    offset: i64,
+}
+
+impl Data {
+    fn none() -> Self {
+        Data {
+            key: None,
+            payload: None,
+            transaction_log: None,
+        }
+    }
+}
+
+fn data_of(
+    at: &RecordAt<'_>,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    opts: &Options,
+    em: &mut Emitter,
+    problems: &mut Problems,
+) -> Data {
+    if !opts.print_data {
+        return Data::none();
+    }
+    if !opts.transaction_log {
+        return Data {
+            key: text_of(key),
+            payload: text_of(value),
+            transaction_log: None,
+        };
+    }
+    match super::txn_log::decode(key, value) {
+        Ok(record) => {
+            let (key, payload) = record.texts();
+            Data {
+                key: Some(key),
+                payload,
+                transaction_log: Some(record),
+            }
+        }
+        Err(e) => {
+            problems.corrupt = true;
+            em.error(&format!(
+                "{}: __transaction_state record at offset {} (batch at position {}): {e}",
+                at.path.display(),
+                at.offset,
+                at.position
+            ));
+            Data {
+                key: e.key_text(),
+                payload: None,
+                transaction_log: None,
+            }
+        }
+    }
+}
+
 /// Why a control record could not be described.
 #[derive(Debug, thiserror::Error)]
 enum ControlError {
@@ -221,6 +293,11 @@ fn v2_records(
 ) -> Vec<RecordLine> {
     let mut out = Vec::new();
     let mut scratch = Vec::new();
+    let at = |offset| RecordAt {
+        path,
+        position,
+        offset,
+    };
     let iter = match b.record_iter(&mut scratch) {
         Ok(it) => it,
         Err(e) => {
@@ -260,7 +337,18 @@ fn v2_records(
         } else {
             None
         };
-        let print = opts.print_data && !b.is_control();
+        let data = if b.is_control() {
+            Data::none()
+        } else {
+            data_of(
+                &at(rec.offset.get()),
+                rec.key,
+                rec.value,
+                opts,
+                em,
+                problems,
+            )
+        };
         out.push(RecordLine {
             offset: rec.offset.get(),
             timestamp: rec.timestamp.0,
@@ -271,8 +359,9 @@ fn v2_records(
             is_valid: None,
             crc: None,
             control,
-            key: if print { text_of(rec.key) } else { None },
-            payload: if print { text_of(rec.value) } else { None },
+            key: data.key,
+            payload: data.payload,
+            transaction_log: data.transaction_log,
         });
     }
     out
@@ -317,26 +406,34 @@ fn legacy_records(
     match e.records() {
         Ok(records) => records
             .into_iter()
-            .map(|r| RecordLine {
-                offset: r.offset.get(),
-                timestamp: r.timestamp.0,
-                key_size: r.key.as_ref().map_or(-1, |k| k.len() as i32),
-                value_size: r.value.as_ref().map_or(-1, |v| v.len() as i32),
-                sequence: None,
-                header_keys: None,
-                is_valid: Some(r.crc_valid),
-                crc: Some(r.crc),
-                control: None,
-                key: if opts.print_data {
-                    text_of(r.key.as_deref())
-                } else {
-                    None
-                },
-                payload: if opts.print_data {
-                    text_of(r.value.as_deref())
-                } else {
-                    None
-                },
+            .map(|r| {
+                let at = RecordAt {
+                    path,
+                    position,
+                    offset: r.offset.get(),
+                };
+                let data = data_of(
+                    &at,
+                    r.key.as_deref(),
+                    r.value.as_deref(),
+                    opts,
+                    em,
+                    problems,
+                );
+                RecordLine {
+                    offset: r.offset.get(),
+                    timestamp: r.timestamp.0,
+                    key_size: r.key.as_ref().map_or(-1, |k| k.len() as i32),
+                    value_size: r.value.as_ref().map_or(-1, |v| v.len() as i32),
+                    sequence: None,
+                    header_keys: None,
+                    is_valid: Some(r.crc_valid),
+                    crc: Some(r.crc),
+                    control: None,
+                    key: data.key,
+                    payload: data.payload,
+                    transaction_log: data.transaction_log,
+                }
             })
             .collect(),
         Err(err) => {

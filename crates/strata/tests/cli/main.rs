@@ -14,4 +14,6 @@ mod dump_files;
 mod dump_fixtures;
 mod dump_legacy;
 mod serve;
+mod txn_doctor;
+mod txn_dump;
 mod verify;
