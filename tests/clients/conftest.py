@@ -8,7 +8,8 @@
 - `cluster_factory`: N brokers in cluster mode (node.id 1..N) on one etcd under a key prefix
   of their own, with short session timeouts (cluster.py).
 - `java`: compiles tests/clients/java/*.java once per session against the Kafka client
-  jars in .test-deps/jars and runs one program, returning its JSON-line output.
+  jars in .test-deps/jars and runs one program, returning its JSON-line output (or `spawn`s
+  it, for a test that reads its lines as they come).
 """
 
 from __future__ import annotations
@@ -197,6 +198,14 @@ class JavaRunner:
             )
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         return [json.loads(line) for line in lines]
+
+    def spawn(self, program: str, *args: str) -> subprocess.Popen:
+        """Starts a program without waiting for it, for a test that reads its JSON lines as they
+        come (`proc.stdout`, text, stderr merged in) or kills it; the caller reaps it."""
+        return subprocess.Popen(
+            ["java", "-cp", self.classpath, program, *map(str, args)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+        )
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 # A fixed CreateTime in the past (2024-01-01T00:00:00Z) keeps timestamps deterministic and
 # far from "now", so a broker that stamps its own time instead is caught.
@@ -119,3 +119,30 @@ def end_offset(bootstrap: str, topic: str, partition: int = 0) -> int:
         return high
     finally:
         consumer.close()
+
+
+def list_end_offsets(bootstrap: str, topic: str, partitions: int, read_committed: bool) -> dict[int, int]:
+    """ListOffsets(latest) for every partition at one isolation level: the last stable offset for
+    read_committed, the high watermark for read_uncommitted."""
+    level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+    client = admin(bootstrap)  # kept referenced until the futures resolve
+    futures = client.list_offsets(
+        {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
+        isolation_level=level, request_timeout=ADMIN_TIMEOUT_S,
+    )
+    return {tp.partition: f.result(timeout=ADMIN_TIMEOUT_S).offset for tp, f in futures.items()}
+
+
+def wait_stable(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> dict[int, int]:
+    """Waits until no partition has an open transaction (read_committed end offset == high
+    watermark on every partition) and returns the end offsets; fails naming both otherwise."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stable = list_end_offsets(bootstrap, topic, partitions, read_committed=True)
+        high = list_end_offsets(bootstrap, topic, partitions, read_committed=False)
+        if stable == high:
+            return high
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{topic}: last stable offsets {stable} never reached the high watermarks {high}"
+                                 f" in {timeout_s}s (a transaction left open?)")
+        time.sleep(0.1)
