@@ -37,6 +37,12 @@ pub struct FetchData {
     pub high_watermark: Offset,
     pub log_start_offset: Offset,
     pub log_end_offset: Offset,
+    /// The upper bound of this read's aborted-transaction lookup
+    /// ([`Log::collect_aborted_transactions`]), as Kafka computes it: the
+    /// first offset-index entry at or past the end of the returned bytes,
+    /// else the next segment's base, else the log end. The requested
+    /// offset when nothing was returned.
+    pub aborted_upper_bound: Offset,
 }
 
 impl FetchData {
@@ -95,6 +101,7 @@ impl Log {
             high_watermark: hw,
             log_start_offset: self.log_start_offset(),
             log_end_offset: leo,
+            aborted_upper_bound: start,
         };
         if start > leo || start < local_start {
             // Below the local start: `log_start` names the local bound, so
@@ -142,6 +149,10 @@ impl Log {
                             .read_exact_at(&mut b, slice.position)
                             .map_err(|e| LogError::io(seg.log_path(), "read", e))?;
                         data.first_offset_in_slice = Offset(i64::from_be_bytes(b));
+                        data.aborted_upper_bound = seg
+                            .fetch_upper_bound_offset(slice.position, slice.len)?
+                            .or(next_base)
+                            .unwrap_or(leo);
                         data.slices.push(FileSlice {
                             file: slice.file,
                             position: slice.position,
