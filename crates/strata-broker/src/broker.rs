@@ -27,6 +27,7 @@ use crate::offline::{OfflineReason, RefusedPartitions};
 use crate::replication::ReplicaManager;
 use crate::stats::Stats;
 use crate::topics::{TopicInfo, TopicStore};
+use crate::txn::coordinator::TxnCoordinator;
 
 /// Producer ids are reserved from the store in blocks of this many.
 const PRODUCER_ID_BLOCK: i64 = 1000;
@@ -49,6 +50,8 @@ pub(crate) struct Broker {
     producer_ids: Mutex<ProducerIdBlock>,
     /// The consumer-group coordinator (its own locking, see `group::coordinator`).
     pub groups: GroupCoordinator,
+    /// The transaction coordinator (its own locking, see `txn::coordinator`).
+    pub txn: TxnCoordinator,
     /// The remote tier, when `remote.log.storage.system.enable=true` (set once at start).
     pub tiered: std::sync::OnceLock<Arc<strata_tiered::RemoteLogManager>>,
     /// Dynamic broker configs; the log defaults in force come from here,
@@ -103,6 +106,7 @@ impl Broker {
         let advertised = Broker::advertised_for(&config, bound);
         Broker {
             groups: GroupCoordinator::new(config.group.clone()),
+            txn: TxnCoordinator::new(config.txn.clone()),
             config,
             cluster_id,
             advertised,
@@ -325,6 +329,28 @@ impl GroupHost for Broker {
             None => {
                 let (log, epoch) = self.leader_log(topic, partition)?;
                 let appended = log.append_as_leader(batch, epoch);
+                Some((log, appended))
+            }
+        }
+    }
+
+    fn append_as_coordinator(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: &mut [u8],
+    ) -> Option<(Arc<Log>, Result<LogAppendInfo, LogError>)> {
+        match &self.replicas {
+            Some(replicas) => {
+                let replica = replicas.get(&TopicPartition::new(topic, partition))?;
+                let log = replica.log.clone();
+                let (_, appended) =
+                    replica.leader_append(|epoch| log.append_as_coordinator(batch, epoch))?;
+                Some((log, appended))
+            }
+            None => {
+                let (log, epoch) = self.leader_log(topic, partition)?;
+                let appended = log.append_as_coordinator(batch, epoch);
                 Some((log, appended))
             }
         }

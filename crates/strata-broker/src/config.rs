@@ -32,6 +32,7 @@ use strata_tiered::TieredConfig;
 use thiserror::Error;
 
 use crate::group::config::GroupConfig;
+use crate::txn::config::TxnConfig;
 
 /// Default listener when `listeners` is not set.
 pub const DEFAULT_LISTENERS: &str = "PLAINTEXT://127.0.0.1:9092";
@@ -177,6 +178,8 @@ pub struct BrokerConfig {
     pub cleaner: CleanerConfig,
     /// The group coordinator's settings (`group.*`, `offsets.*`).
     pub group: GroupConfig,
+    /// The transaction coordinator (`transaction.*`).
+    pub txn: TxnConfig,
     /// The remote tier's settings (`remote.log.*`, `strata.remote.storage.uri`, ...).
     pub tiered: TieredConfig,
     /// Every property given (file then overrides), for DescribeConfigs.
@@ -732,6 +735,7 @@ impl BrokerConfig {
                 usize::try_from(log_config.max_message_bytes).unwrap_or(0),
             )?,
             group: GroupConfig::from_properties(&props)?,
+            txn: TxnConfig::from_properties(&props)?,
             tiered: TieredConfig::from_broker_properties(&BTreeMap::new(), Path::new(""))?,
             log_config,
             log_retention_check_interval_ms: 0,
@@ -812,6 +816,7 @@ impl BrokerConfig {
         out.extend(self.log_config.resolved());
         out.extend(self.cleaner.resolved());
         out.extend(self.group.resolved());
+        out.extend(self.txn.resolved());
         out.extend(self.tiered.resolved());
         out
     }
@@ -895,6 +900,7 @@ fn is_known(name: &str) -> bool {
     is_broker_property(name)
         || name.starts_with("log.")
         || GroupConfig::is_known(name)
+        || TxnConfig::is_known(name)
         || strata_tiered::config::is_tiered_property(name)
         || strata_log::config::defines(CleanerConfig::definitions(), name)
         || strata_log::config::defines(LogConfig::definitions(), name)

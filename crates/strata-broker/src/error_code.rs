@@ -171,6 +171,7 @@ impl StoreError {
             StoreError::Unavailable { .. } => ResponseError::CoordinatorNotAvailable,
             StoreError::Storage { .. } => ResponseError::NotCoordinator,
             StoreError::TooLarge { .. } => ResponseError::UnknownServerError,
+            StoreError::Fenced { .. } => ResponseError::InvalidProducerEpoch,
         }
     }
 
@@ -180,6 +181,7 @@ impl StoreError {
             StoreError::Unavailable { .. } => ResponseError::CoordinatorNotAvailable,
             StoreError::Storage { .. } => ResponseError::NotCoordinator,
             StoreError::TooLarge { .. } => ResponseError::InvalidCommitOffsetSize,
+            StoreError::Fenced { .. } => ResponseError::InvalidProducerEpoch,
         }
     }
 }

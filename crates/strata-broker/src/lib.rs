@@ -64,6 +64,7 @@ mod dynamic_config;
 mod error;
 mod error_code;
 mod group;
+mod internal_append;
 mod leadership;
 mod offline;
 mod partition_sync;
@@ -77,6 +78,8 @@ mod server;
 mod stats;
 mod tiered;
 mod topics;
+mod txn;
+mod txn_markers;
 
 pub use config::{
     BrokerConfig, ConfigError, ConnectionLimits, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR,

@@ -47,6 +47,8 @@ pub(crate) async fn run(
             // Leaderships are read from the applied snapshot: after set_applied.
             broker.blocking(crate::tiered::on_leadership_change).await;
             broker.groups.set_owned_partitions(&broker, led).await;
+            let txn_led = transaction_partitions_led(&broker);
+            broker.txn.set_owned_partitions(&broker, txn_led).await;
             broker.notify_appended();
         }
         tokio::select! {
@@ -54,6 +56,27 @@ pub(crate) async fn run(
             _ = shutdown.changed() => return,
         }
     }
+}
+
+/// The `__transaction_state` partitions this broker leads, with their
+/// leader epochs (the transaction coordinator's epochs), per the applied
+/// snapshot.
+pub(crate) fn transaction_partitions_led(broker: &Broker) -> std::collections::BTreeMap<i32, i32> {
+    let Some(cluster) = &broker.cluster else {
+        return Default::default();
+    };
+    let s = cluster.applied();
+    let me = broker.config.node_id;
+    let count = broker
+        .topics
+        .get(crate::txn::TXN_TOPIC)
+        .map_or(0, |t| t.partitions);
+    (0..count)
+        .filter_map(|p| {
+            let st = s.partition(crate::txn::TXN_TOPIC, p)?;
+            (st.value.leader == me).then_some((p, st.value.leader_epoch))
+        })
+        .collect()
 }
 
 /// The topics of `s` as the topic store holds them.

@@ -286,6 +286,7 @@ async fn start_clustered(
         moved.replace_log(tp, log);
     })));
     broker.groups.own_nothing();
+    broker.txn.own_nothing();
     let broker = Arc::new(broker);
     replicas.start(shutdown_rx.clone());
     let first = cluster.subscribe().borrow().clone();
@@ -296,6 +297,8 @@ async fn start_clustered(
         .await;
     cluster.set_applied(first);
     broker.groups.set_owned_partitions(&broker, led).await;
+    let txn_led = partition_sync::transaction_partitions_led(&broker);
+    broker.txn.set_owned_partitions(&broker, txn_led).await;
     logs.start_background();
     crate::tiered::start(&broker, clock.clone()).await?;
     cluster.start(shutdown_rx.clone());

@@ -1,7 +1,9 @@
-//! FindCoordinator (key 10), versions 0–5: this single broker coordinates
-//! every group (and every transactional id). For groups it first makes sure
-//! `__consumer_offsets` exists, as Kafka creates it on first lookup; if that
-//! fails the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
+//! FindCoordinator (key 10), versions 0–5: a single broker coordinates
+//! every group and transactional id; in a cluster the leader of the key's
+//! `__consumer_offsets` (groups) or `__transaction_state` (transactions)
+//! partition does. The internal topic is created on first lookup, as Kafka
+//! does; if that fails the answer is COORDINATOR_NOT_AVAILABLE, which
+//! clients retry.
 //! v4+ batches keys in `coordinator_keys`.
 
 use kafka_protocol::error::ResponseError;
@@ -11,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::RequestContext;
 use crate::group::{partition_for, OFFSETS_TOPIC};
+use crate::txn::TXN_TOPIC;
 
 /// Coordinator key types.
 const GROUP: i8 = 0;
@@ -35,7 +38,19 @@ pub(crate) async fn handle(
                 }
             }
         }
-        TRANSACTION => None,
+        TRANSACTION => {
+            let created = broker.blocking(|b| b.txn.ensure_topic(b)).await;
+            match created {
+                Ok(()) => {
+                    broker.txn.ensure_started(broker).await;
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(error = %strata_log::ErrorChain(&e), "cannot create __transaction_state");
+                    Some(ResponseError::CoordinatorNotAvailable)
+                }
+            }
+        }
         _ => Some(ResponseError::InvalidRequest),
     };
     let find = |key: &str| -> Result<(BrokerId, StrBytes, i32), ResponseError> {
@@ -48,19 +63,21 @@ pub(crate) async fn handle(
                 StrBytes::from_string(broker.advertised.host.clone()),
                 i32::from(broker.advertised.port),
             )),
-            // The leader of the group's `__consumer_offsets` partition; the
-            // transaction coordinator stays on the broker asked until
-            // transactions land.
-            Some(cluster) if req.key_type == GROUP => {
+            // The leader of the key's `__consumer_offsets` or
+            // `__transaction_state` partition.
+            Some(cluster) => {
                 let s = cluster.applied();
-                let count = broker.topics.get(OFFSETS_TOPIC).map_or(0, |t| t.partitions);
+                let topic = if req.key_type == GROUP {
+                    OFFSETS_TOPIC
+                } else {
+                    TXN_TOPIC
+                };
+                let count = broker.topics.get(topic).map_or(0, |t| t.partitions);
                 if count == 0 {
                     return Err(ResponseError::CoordinatorNotAvailable);
                 }
                 let p = partition_for(key, count);
-                let leader = s
-                    .partition(OFFSETS_TOPIC, p)
-                    .map_or(-1, |st| st.value.leader);
+                let leader = s.partition(topic, p).map_or(-1, |st| st.value.leader);
                 let b = s
                     .brokers
                     .get(&leader)
@@ -71,11 +88,6 @@ pub(crate) async fn handle(
                     i32::from(b.record.port),
                 ))
             }
-            Some(_) => Ok((
-                BrokerId(broker.config.node_id),
-                StrBytes::from_string(broker.advertised.host.clone()),
-                i32::from(broker.advertised.port),
-            )),
         }
     };
     let mut resp = FindCoordinatorResponse::default();

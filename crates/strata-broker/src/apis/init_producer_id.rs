@@ -3,11 +3,10 @@
 //! the topic store before use) with epoch 0, as Kafka does even when an old
 //! id/epoch is supplied.
 //!
-//! Transactional ids need a transaction coordinator, which this broker does
-//! not have yet. A transactional producer (which finds this broker through
-//! FindCoordinator) gets the non-retriable TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-//! so it fails at `initTransactions()` with a clear error instead of looping
-//! on a retriable code.
+//! With a transactional id the transaction coordinator answers: a new id
+//! gets a producer id and epoch 0, a known one its epoch bumped (fencing
+//! the previous producer; an ongoing transaction of it is aborted first and
+//! the client retries on CONCURRENT_TRANSACTIONS).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
@@ -19,23 +18,49 @@ pub(crate) async fn handle(
     req: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let mut resp = InitProducerIdResponse::default();
-    if req.transactional_id.is_some() {
-        // No transaction coordinator yet: refuse clearly instead of pretending.
-        resp.error_code = ResponseError::TransactionalIdAuthorizationFailed.code();
-        resp.producer_id = ProducerId(-1);
-        resp.producer_epoch = -1;
-        return resp;
-    }
-    match ctx.broker.blocking(|b| b.next_producer_id()).await {
-        Ok(id) => {
+    let result = match req.transactional_id.as_ref() {
+        Some(id) => transactional(ctx, id.0.as_str(), &req).await,
+        None => ctx
+            .broker
+            .blocking(|b| b.next_producer_id())
+            .await
+            .map(|id| (id, 0))
+            .map_err(|e| e.kind()),
+    };
+    match result {
+        Ok((id, epoch)) => {
             resp.producer_id = ProducerId(id);
-            resp.producer_epoch = 0;
+            resp.producer_epoch = epoch;
         }
         Err(e) => {
+            // PRODUCER_FENCED exists from v4; older clients know INVALID_PRODUCER_EPOCH.
+            let e = if e == ResponseError::ProducerFenced && ctx.version < 4 {
+                ResponseError::InvalidProducerEpoch
+            } else {
+                e
+            };
             resp.error_code = e.code();
             resp.producer_id = ProducerId(-1);
             resp.producer_epoch = -1;
         }
     }
     resp
+}
+
+/// A transactional producer: the transaction coordinator's answer.
+async fn transactional(
+    ctx: &RequestContext,
+    id: &str,
+    req: &InitProducerIdRequest,
+) -> Result<(i64, i16), ResponseError> {
+    let expected = match (req.producer_id.0, req.producer_epoch) {
+        (-1, -1) => None,
+        (-1, _) | (_, -1) => return Err(ResponseError::InvalidRequest),
+        (pid, epoch) => Some((pid, epoch)),
+    };
+    let broker = &ctx.broker;
+    broker
+        .txn
+        .init_producer_id(broker, id, req.transaction_timeout_ms, expected)
+        .await
 }

@@ -16,6 +16,8 @@ use crate::broker::Broker;
 use crate::error::DispatchError;
 use crate::response::{encode_with, Response};
 
+pub(crate) mod add_offsets_to_txn;
+pub(crate) mod add_partitions_to_txn;
 pub(crate) mod alter_configs;
 pub(crate) mod alter_partition_reassignments;
 pub(crate) mod alter_replica_log_dirs;
@@ -30,7 +32,10 @@ pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
 pub(crate) mod describe_log_dirs;
+pub(crate) mod describe_producers;
+pub(crate) mod describe_transactions;
 pub(crate) mod elect_leaders;
+pub(crate) mod end_txn;
 pub(crate) mod fetch;
 pub(crate) mod find_coordinator;
 pub(crate) mod heartbeat;
@@ -40,6 +45,7 @@ pub(crate) mod leave_group;
 pub(crate) mod list_groups;
 pub(crate) mod list_offsets;
 pub(crate) mod list_partition_reassignments;
+pub(crate) mod list_transactions;
 pub(crate) mod metadata;
 pub(crate) mod offset_commit;
 pub(crate) mod offset_delete;
@@ -47,6 +53,8 @@ pub(crate) mod offset_fetch;
 pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
 pub(crate) mod sync_group;
+pub(crate) mod txn_offset_commit;
+pub(crate) mod write_txn_markers;
 
 /// Highest ApiVersions version (Kafka 3.9: 4).
 pub(crate) const API_VERSIONS_MAX: i16 = 4;
@@ -84,6 +92,14 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::AlterPartitionReassignments, 0, 0),
     (ApiKey::ListPartitionReassignments, 0, 0),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::WriteTxnMarkers, 0, 1),
+    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 /// The advertised range of `api`, if served.
@@ -163,6 +179,14 @@ pub(crate) async fn handle(
         ApiKey::ElectLeaders => route!(elect_leaders),
         ApiKey::AlterPartitionReassignments => route!(alter_partition_reassignments),
         ApiKey::ListPartitionReassignments => route!(list_partition_reassignments),
+        ApiKey::AddPartitionsToTxn => route!(add_partitions_to_txn),
+        ApiKey::AddOffsetsToTxn => route!(add_offsets_to_txn),
+        ApiKey::EndTxn => route!(end_txn),
+        ApiKey::WriteTxnMarkers => route!(write_txn_markers),
+        ApiKey::TxnOffsetCommit => route!(txn_offset_commit),
+        ApiKey::DescribeProducers => route!(describe_producers),
+        ApiKey::DescribeTransactions => route!(describe_transactions),
+        ApiKey::ListTransactions => route!(list_transactions),
         api => Err(DispatchError::UnsupportedVersion {
             api,
             version: ctx.version,

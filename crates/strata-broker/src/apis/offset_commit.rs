@@ -52,6 +52,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> Of
             -1
         },
         partitions,
+        txn: None,
     };
     let mut results = if commit.partitions.is_empty() {
         Vec::new()

@@ -155,6 +155,7 @@ fn broker_row(name: &str) -> Option<Row> {
     }
     find(BrokerConfig::definitions(), name)
         .or_else(|| find(GroupConfig::definitions(), name))
+        .or_else(|| find(crate::txn::config::TxnConfig::definitions(), name))
         .or_else(|| find(CleanerConfig::definitions(), name))
         .or_else(|| find(TieredConfig::definitions(), name))
         .or_else(|| find(LogConfig::broker_only_definitions(), name))

@@ -152,6 +152,9 @@ pub(crate) struct CommitRequest {
     /// v2–v4 retention_time_ms; -1 = broker default.
     pub retention_time_ms: i64,
     pub partitions: Vec<CommitPartition>,
+    /// TxnOffsetCommit: the producer id and epoch; the offsets stay pending
+    /// until that producer's transaction commits.
+    pub txn: Option<(i64, i16)>,
 }
 
 /// One partition of an OffsetFetch answer.

@@ -122,6 +122,9 @@ pub(crate) struct Group {
     pub join_timer: Option<JoinTimer>,
     pub sync_timer: Option<SyncTimer>,
     pub offsets: BTreeMap<(String, i32), CommittedOffset>,
+    /// TxnOffsetCommit offsets per producer id, visible once its
+    /// transaction commits (Kafka `pendingTransactionalOffsetCommits`).
+    pub pending_txn: BTreeMap<i64, BTreeMap<(String, i32), CommittedOffset>>,
     /// Topics the consumer-protocol members subscribe to, when known.
     pub subscribed_topics: Option<BTreeSet<String>>,
 }
@@ -144,6 +147,7 @@ impl Group {
             join_timer: None,
             sync_timer: None,
             offsets: BTreeMap::new(),
+            pending_txn: BTreeMap::new(),
             subscribed_topics: None,
         }
     }

@@ -29,6 +29,7 @@ use kafka_protocol::error::ResponseError;
 use strata_log::batch::BatchBuilder;
 use strata_log::batch::BatchScanner;
 use strata_log::batch::BatchView;
+use strata_log::batch::ControlRecordType;
 use strata_log::{LeaderEpoch, Log, LogAppendInfo, LogError, Offset, ReadBound, Timestamp};
 use tokio::sync::{oneshot, watch, OnceCell};
 
@@ -80,6 +81,15 @@ pub(crate) trait GroupHost: Send + Sync + Sized + 'static {
     /// leader epoch, with leadership changes held off meanwhile (Kafka's
     /// `appendRecordsToLeader`); `None` when it does not lead it.
     fn append_as_leader(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: &mut [u8],
+    ) -> Option<(Arc<Log>, Result<LogAppendInfo, LogError>)>;
+    /// As [`Self::append_as_leader`] for a transactional offset batch
+    /// (Kafka's COORDINATOR origin: the producer epoch is checked, the
+    /// sequence is not).
+    fn append_as_coordinator(
         &self,
         topic: &str,
         partition: i32,
@@ -325,6 +335,30 @@ impl GroupCoordinator {
         Ticket(self.next_ticket.fetch_add(1, Ordering::Relaxed))
     }
 
+    /// A transaction marker reached `__consumer_offsets` partition
+    /// `partition`: settle `producer_id`'s pending transactional offsets.
+    pub(crate) async fn complete_transaction<H: GroupHost>(
+        &self,
+        broker: &Arc<H>,
+        partition: i32,
+        producer_id: i64,
+        commit: bool,
+    ) {
+        self.ensure_started(broker).await;
+        let visible = self
+            .lock()
+            .manager
+            .complete_txn(partition, producer_id, commit);
+        if visible > 0 {
+            tracing::debug!(
+                partition,
+                producer_id,
+                visible,
+                "transactional offsets committed"
+            );
+        }
+    }
+
     /// JoinGroup; resolves when the rebalance answers it.
     pub(crate) async fn join<H: GroupHost>(&self, broker: &Arc<H>, req: JoinRequest) -> JoinResult {
         self.ensure_started(broker).await;
@@ -554,6 +588,28 @@ impl<H: GroupHost> OffsetsStore for LogStore<'_, H> {
         records: &[StoreRecord],
         now_ms: i64,
     ) -> Result<i64, StoreError> {
+        self.write(partition, records, None, now_ms)
+    }
+
+    fn append_txn(
+        &mut self,
+        partition: i32,
+        records: &[StoreRecord],
+        producer: (i64, i16),
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        self.write(partition, records, Some(producer), now_ms)
+    }
+}
+
+impl<H: GroupHost> LogStore<'_, H> {
+    fn write(
+        &mut self,
+        partition: i32,
+        records: &[StoreRecord],
+        producer: Option<(i64, i16)>,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
         let broker = self.broker;
         self.coordinator
             .ensure_offsets_topic(broker)
@@ -562,13 +618,25 @@ impl<H: GroupHost> OffsetsStore for LogStore<'_, H> {
                 source: Some(Box::new(e)),
             })?;
         let mut builder = BatchBuilder::new(Offset(0));
+        if let Some((pid, epoch)) = producer {
+            builder = builder
+                .producer(
+                    strata_log::ProducerId(pid),
+                    strata_log::ProducerEpoch(epoch),
+                    0,
+                )
+                .transactional(true);
+        }
         for r in records {
             builder.append(Timestamp(now_ms), Some(&r.key), r.value.as_deref(), &[]);
         }
         let mut batch = builder.build();
         let size = batch.len();
-        let Some((log, appended)) = broker.append_as_leader(OFFSETS_TOPIC, partition, &mut batch)
-        else {
+        let appended = match producer {
+            None => broker.append_as_leader(OFFSETS_TOPIC, partition, &mut batch),
+            Some(_) => broker.append_as_coordinator(OFFSETS_TOPIC, partition, &mut batch),
+        };
+        let Some((log, appended)) = appended else {
             return Err(StoreError::Unavailable {
                 partition,
                 source: None,
@@ -589,6 +657,7 @@ impl<H: GroupHost> OffsetsStore for LogStore<'_, H> {
             Err(LogError::RecordBatchTooLarge { .. } | LogError::Batch { .. }) => {
                 Err(StoreError::TooLarge { partition, size })
             }
+            Err(LogError::ProducerState { .. }) => Err(StoreError::Fenced { partition }),
             Err(e) => Err(StoreError::Storage {
                 partition,
                 source: Box::new(e),
@@ -623,17 +692,37 @@ fn read_partition<H: GroupHost>(broker: &H, partition: i32) -> Result<Vec<Loaded
             };
             next = view.next_offset();
             progressed = true;
-            // Transactional offset commits are not supported by this coordinator.
-            if view.is_control() || view.is_transactional() {
+            let base = view.base_offset().0;
+            let txn_producer = view.is_transactional().then(|| view.producer_id().0);
+            if view.is_control() {
+                // A transaction marker settles the producer's pending offsets.
+                let kind = view
+                    .records()
+                    .ok()
+                    .and_then(|r| r.into_iter().next())
+                    .and_then(|r| ControlRecordType::parse_key(r.key.as_deref()).ok());
+                let commit = match kind {
+                    Some(ControlRecordType::Commit) => true,
+                    Some(ControlRecordType::Abort) => false,
+                    _ => continue,
+                };
+                out.push(LoadedRecord {
+                    batch_base_offset: base,
+                    key: Vec::new(),
+                    value: None,
+                    txn_producer,
+                    marker: Some(commit),
+                });
                 continue;
             }
-            let base = view.base_offset().0;
             match view.records() {
                 Ok(records) => out.extend(records.into_iter().filter_map(|r| {
                     Some(LoadedRecord {
                         batch_base_offset: base,
                         key: r.key?,
                         value: r.value,
+                        txn_producer,
+                        marker: None,
                     })
                 })),
                 Err(error) => {

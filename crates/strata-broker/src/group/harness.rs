@@ -235,6 +235,7 @@ impl Harness {
                     commit_timestamp: -1,
                 })
                 .collect(),
+            txn: None,
         };
         let r = self.m.commit_offsets(&req, self.now, &mut self.store);
         self.drain();

@@ -2,9 +2,10 @@
 //! OffsetFetch, OffsetDelete, DeleteGroups, ListGroups, DescribeGroups,
 //! offset retention, and rebuilding groups from `__consumer_offsets`.
 //!
-//! Transactional offset commits (TxnOffsetCommit) are not handled here, so
-//! no commit is ever pending and `require_stable` never finds an unstable
-//! offset.
+//! Transactional offset commits (TxnOffsetCommit) are written like commits
+//! but kept per producer in `Group::pending_txn` until the transaction's
+//! marker reaches the group's partition ([`GroupManager::complete_txn`]);
+//! meanwhile OffsetFetch with `require_stable` answers UNSTABLE_OFFSET_COMMIT.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -33,6 +34,11 @@ pub(crate) struct LoadedRecord {
     pub batch_base_offset: i64,
     pub key: Vec<u8>,
     pub value: Option<Vec<u8>>,
+    /// The producer of a transactional batch's record (TxnOffsetCommit).
+    pub txn_producer: Option<i64>,
+    /// A COMMIT (`true`) or ABORT marker of `txn_producer` (key and value
+    /// are then empty).
+    pub marker: Option<bool>,
 }
 
 impl GroupManager {
@@ -117,11 +123,22 @@ impl GroupManager {
             let write_error = if records.is_empty() {
                 None
             } else {
-                match ops.store.append(ops.partition, &records, ops.now) {
+                let written = match req.txn {
+                    None => ops.store.append(ops.partition, &records, ops.now),
+                    Some(producer) => ops.store.append_txn(ops.partition, &records, producer, ops.now),
+                };
+                match written {
                     Ok(base) => {
                         for (i, (tp, mut c)) in staged.into_iter().enumerate() {
                             c.record_offset = base + i as i64;
-                            ops.group.offsets.insert(tp, c);
+                            match req.txn {
+                                None => {
+                                    ops.group.offsets.insert(tp, c);
+                                }
+                                Some((pid, _)) => {
+                                    ops.group.pending_txn.entry(pid).or_default().insert(tp, c);
+                                }
+                            }
                         }
                         None
                     }
@@ -153,7 +170,7 @@ impl GroupManager {
         &self,
         group_id: &str,
         partitions: Option<&[(String, i32)]>,
-        _require_stable: bool,
+        require_stable: bool,
     ) -> Result<Vec<FetchedOffset>, ResponseError> {
         if let Some(e) = self.validate(group_id, GroupIdRule::AllowEmpty) {
             return Err(e);
@@ -167,7 +184,21 @@ impl GroupManager {
         Ok(wanted
             .into_iter()
             .map(|(topic, partition)| {
-                let c = group.and_then(|g| g.offsets.get(&(topic.clone(), partition)));
+                let key = (topic.clone(), partition);
+                let c = group.and_then(|g| g.offsets.get(&key));
+                // KIP-447: a read_committed consumer waits for pending commits.
+                let unstable = require_stable
+                    && group.is_some_and(|g| g.pending_txn.values().any(|p| p.contains_key(&key)));
+                if unstable {
+                    return FetchedOffset {
+                        offset: -1,
+                        leader_epoch: -1,
+                        metadata: String::new(),
+                        error: Some(E::UnstableOffsetCommit),
+                        topic,
+                        partition,
+                    };
+                }
                 FetchedOffset {
                     offset: c.map_or(-1, |c| c.offset),
                     leader_epoch: c.and_then(|c| c.leader_epoch).unwrap_or(-1),
@@ -411,6 +442,36 @@ impl GroupManager {
         }
     }
 
+    /// A COMMIT (`commit`) or ABORT marker of `producer_id` was written to
+    /// `partition`: its pending transactional offsets in the groups of that
+    /// partition become committed (unless a later commit replaced them) or
+    /// are dropped. Returns how many offsets became visible.
+    pub(crate) fn complete_txn(&mut self, partition: i32, producer_id: i64, commit: bool) -> usize {
+        let n = self.config.offsets_topic_num_partitions;
+        let mut visible = 0;
+        for (name, g) in self.groups.iter_mut() {
+            if super::partition_for(name, n) != partition {
+                continue;
+            }
+            let Some(commits) = g.pending_txn.remove(&producer_id) else {
+                continue;
+            };
+            if !commit {
+                continue;
+            }
+            for (tp, c) in commits {
+                if g.offsets
+                    .get(&tp)
+                    .is_none_or(|o| o.record_offset < c.record_offset)
+                {
+                    g.offsets.insert(tp, c);
+                    visible += 1;
+                }
+            }
+        }
+        visible
+    }
+
     /// Rebuild the groups of one `__consumer_offsets` partition from its
     /// records in log order (Kafka `doLoadGroupsAndOffsets`): the latest
     /// record per key wins, tombstones delete. Returns (groups, offsets) loaded.
@@ -422,7 +483,22 @@ impl GroupManager {
     ) -> (usize, usize) {
         let mut offsets: HashMap<OffsetCommitKey, CommittedOffset> = HashMap::new();
         let mut groups: HashMap<String, GroupMetadataValue> = HashMap::new();
+        let mut pending: HashMap<i64, HashMap<OffsetCommitKey, CommittedOffset>> = HashMap::new();
         for r in records {
+            if let (Some(pid), Some(commit)) = (r.txn_producer, r.marker) {
+                // Kafka: a COMMIT makes the producer's pending offsets
+                // committed unless a later record already replaced them.
+                for (k, c) in pending.remove(&pid).unwrap_or_default() {
+                    if commit
+                        && offsets
+                            .get(&k)
+                            .is_none_or(|o| o.record_offset < c.record_offset)
+                    {
+                        offsets.insert(k, c);
+                    }
+                }
+                continue;
+            }
             let key = match decode_key(&r.key) {
                 Ok(k) => k,
                 Err(error) => {
@@ -437,7 +513,15 @@ impl GroupManager {
                             offsets.remove(&k);
                         }
                         Some(Ok(v)) => {
-                            offsets.insert(k, committed_from(&v, r.batch_base_offset));
+                            let c = committed_from(&v, r.batch_base_offset);
+                            match r.txn_producer {
+                                Some(pid) => {
+                                    pending.entry(pid).or_default().insert(k, c);
+                                }
+                                None => {
+                                    offsets.insert(k, c);
+                                }
+                            }
                         }
                         Some(Err(error)) => {
                             tracing::warn!(partition, %error, "skipping offset commit value")
@@ -474,9 +558,20 @@ impl GroupManager {
                 .or_default()
                 .push(((k.topic, k.partition), v));
         }
+        let mut pending_by_group: BTreeMap<String, Vec<(i64, PartitionKey, CommittedOffset)>> =
+            BTreeMap::new();
+        for (pid, commits) in pending {
+            for (k, c) in commits {
+                pending_by_group
+                    .entry(k.group)
+                    .or_default()
+                    .push((pid, (k.topic, k.partition), c));
+            }
+        }
         let mut loaded = 0;
         let mut names: BTreeSet<String> = groups.keys().cloned().collect();
         names.extend(by_group.keys().cloned());
+        names.extend(pending_by_group.keys().cloned());
         for name in names {
             let mut group = match groups.remove(&name) {
                 Some(v) => Group::from_metadata(&name, v, now),
@@ -487,6 +582,9 @@ impl GroupManager {
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
+            for (pid, tp, c) in pending_by_group.remove(&name).unwrap_or_default() {
+                group.pending_txn.entry(pid).or_default().insert(tp, c);
+            }
             // Kafka `onGroupLoaded`: members must heartbeat within their session.
             for m in group.members.values_mut() {
                 m.heartbeat_deadline = Some(now + i64::from(m.session_timeout_ms));

@@ -23,6 +23,8 @@ fn fetch_one(h: &Harness, group: &str, topic: &str, p: i32) -> i64 {
 fn replay(h: &Harness, config: GroupConfig) -> GroupManager {
     let mut m = GroupManager::new(config);
     let records = h.store.records.iter().map(|(_, offset, r)| LoadedRecord {
+        txn_producer: None,
+        marker: None,
         batch_base_offset: *offset,
         key: r.key.clone(),
         value: r.value.clone(),
@@ -132,6 +134,7 @@ fn oversized_metadata_is_rejected_per_partition() {
                 commit_timestamp: -1,
             },
         ],
+        txn: None,
     };
     let r = h.m.commit_offsets(&req, h.now, &mut h.store);
     assert_eq!(r, vec![Some(E::OffsetMetadataTooLarge), None]);

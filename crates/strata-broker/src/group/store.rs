@@ -32,6 +32,9 @@ pub(crate) enum StoreError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The producer was fenced (a newer epoch wrote to the partition).
+    #[error("__consumer_offsets partition {partition}: producer fenced")]
+    Fenced { partition: i32 },
     /// The batch exceeds the partition's size limits.
     #[error("__consumer_offsets partition {partition}: batch of {size} bytes is too large")]
     TooLarge { partition: i32, size: usize },
@@ -48,6 +51,19 @@ pub(crate) trait OffsetsStore {
         &mut self,
         partition: i32,
         records: &[StoreRecord],
+        now_ms: i64,
+    ) -> Result<i64, StoreError>;
+
+    /// Append `records` as one transactional batch of `producer` (id,
+    /// epoch), Kafka's COORDINATOR origin; returns the first offset.
+    ///
+    /// # Errors
+    /// As [`Self::append`], plus the producer-state refusals (a fenced epoch).
+    fn append_txn(
+        &mut self,
+        partition: i32,
+        records: &[StoreRecord],
+        producer: (i64, i16),
         now_ms: i64,
     ) -> Result<i64, StoreError>;
 }
@@ -79,5 +95,15 @@ impl OffsetsStore for MemoryStore {
             self.next_offset += 1;
         }
         Ok(base)
+    }
+
+    fn append_txn(
+        &mut self,
+        partition: i32,
+        records: &[StoreRecord],
+        _producer: (i64, i16),
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        self.append(partition, records, now_ms)
     }
 }

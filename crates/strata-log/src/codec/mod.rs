@@ -21,6 +21,7 @@
 //! - [`topic_store`]: the broker's `strata-topics.json` (serde types,
 //!   decoding and validation), read by the broker and the tools.
 //! - [`txn`]: `.txnindex` aborted-transaction records.
+//! - [`transaction_log`]: `__transaction_state` record keys and values.
 
 pub mod checkpoint;
 pub mod index;
@@ -28,6 +29,7 @@ pub mod java_text;
 pub mod leader_epoch;
 pub mod snapshot;
 pub mod topic_store;
+pub mod transaction_log;
 pub mod txn;
 
 /// Read a big-endian `i16` at byte `at`.

@@ -228,7 +228,11 @@ impl Log {
         Ok(info)
     }
 
-    fn check_segment_size(&self, size: usize, segment_bytes: i32) -> Result<(), LogError> {
+    pub(super) fn check_segment_size(
+        &self,
+        size: usize,
+        segment_bytes: i32,
+    ) -> Result<(), LogError> {
         if size > segment_bytes.max(0) as usize {
             return Err(LogError::RecordBatchTooLarge {
                 tp: self.tp.clone(),
@@ -239,7 +243,11 @@ impl Log {
         Ok(())
     }
 
-    fn maybe_assign_epoch(&self, epoch: LeaderEpoch, start: Offset) -> Result<(), LogError> {
+    pub(super) fn maybe_assign_epoch(
+        &self,
+        epoch: LeaderEpoch,
+        start: Offset,
+    ) -> Result<(), LogError> {
         let mut cache = self.lock_epochs();
         if cache.latest_epoch().is_none_or(|e| epoch > e) {
             let r = crate::segment::EpochSink::assign(&mut *cache, epoch, start);
@@ -250,7 +258,7 @@ impl Log {
     }
 
     /// Roll if needed, write to the active segment, publish the new log end.
-    fn write_locked(
+    pub(super) fn write_locked(
         &self,
         state: &mut AppendState,
         bytes: &[u8],
@@ -283,7 +291,7 @@ impl Log {
     }
 
     /// Producer-state seam, `flush.messages`, durable mode.
-    fn after_append(
+    pub(super) fn after_append(
         &self,
         bytes: &[u8],
         info: &LogAppendInfo,

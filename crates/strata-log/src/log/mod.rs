@@ -20,6 +20,7 @@
 
 mod append;
 mod compaction;
+mod coordinator_append;
 mod producers;
 mod read;
 mod replica;

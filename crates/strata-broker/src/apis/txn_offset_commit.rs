@@ -1,0 +1,96 @@
+//! TxnOffsetCommit (key 28), versions 0–4: offsets committed inside a
+//! transaction. The group coordinator writes them as a transactional batch
+//! of the producer to the group's `__consumer_offsets` partition; they
+//! become visible when the transaction's COMMIT marker reaches that
+//! partition and are dropped on ABORT.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::RequestContext;
+use crate::error_code::code_of;
+use crate::group::api::{CommitPartition, CommitRequest};
+
+pub(crate) async fn handle(
+    ctx: &RequestContext,
+    req: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let broker = &ctx.broker;
+    let mut slots = Vec::new();
+    let mut partitions = Vec::new();
+    for (ti, t) in req.topics.iter().enumerate() {
+        let topic = t.name.to_string();
+        let count = broker.topics.get(&topic).map_or(0, |info| info.partitions);
+        for (pi, p) in t.partitions.iter().enumerate() {
+            let known = (0..count).contains(&p.partition_index);
+            slots.push((ti, pi, known));
+            if known {
+                partitions.push(CommitPartition {
+                    topic: topic.clone(),
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: if ctx.version >= 2 {
+                        p.committed_leader_epoch
+                    } else {
+                        -1
+                    },
+                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                    commit_timestamp: -1,
+                });
+            }
+        }
+    }
+    let v3 = ctx.version >= 3;
+    let commit = CommitRequest {
+        group_id: req.group_id.to_string(),
+        generation_id: if v3 { req.generation_id } else { -1 },
+        member_id: if v3 {
+            req.member_id.to_string()
+        } else {
+            String::new()
+        },
+        group_instance_id: if v3 {
+            req.group_instance_id.as_ref().map(|s| s.to_string())
+        } else {
+            None
+        },
+        retention_time_ms: -1,
+        partitions,
+        txn: Some((req.producer_id.0, req.producer_epoch)),
+    };
+    let mut results = if commit.partitions.is_empty() {
+        Vec::new()
+    } else {
+        broker.groups.commit(broker, commit).await
+    }
+    .into_iter();
+    let mut topics: Vec<TxnOffsetCommitResponseTopic> = req
+        .topics
+        .iter()
+        .map(|t| {
+            let mut out = TxnOffsetCommitResponseTopic::default();
+            out.name = t.name.clone();
+            out
+        })
+        .collect();
+    for (ti, pi, known) in slots {
+        let mut error = if known {
+            results.next().flatten()
+        } else {
+            Some(ResponseError::UnknownTopicOrPartition)
+        };
+        if ctx.version < 2 && error == Some(ResponseError::CoordinatorLoadInProgress) {
+            error = Some(ResponseError::CoordinatorNotAvailable);
+        }
+        let mut p = TxnOffsetCommitResponsePartition::default();
+        p.partition_index = req.topics[ti].partitions[pi].partition_index;
+        p.error_code = code_of(error);
+        topics[ti].partitions.push(p);
+    }
+    let mut resp = TxnOffsetCommitResponse::default();
+    resp.topics = topics;
+    resp
+}

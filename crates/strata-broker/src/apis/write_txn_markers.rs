@@ -1,0 +1,55 @@
+//! WriteTxnMarkers (key 27), versions 0–1: a transaction coordinator (ours
+//! on another broker, or `kafka-transactions.sh abort`) asks this broker to
+//! write COMMIT/ABORT markers to partitions it leads. Answered once every
+//! marker is committed or failed.
+
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
+use kafka_protocol::messages::{TopicName, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+
+use super::RequestContext;
+use crate::txn::coordinator::Marker;
+
+pub(crate) async fn handle(
+    ctx: &RequestContext,
+    req: WriteTxnMarkersRequest,
+) -> WriteTxnMarkersResponse {
+    let mut resp = WriteTxnMarkersResponse::default();
+    for m in req.markers {
+        let marker = Marker {
+            producer_id: m.producer_id.0,
+            producer_epoch: m.producer_epoch,
+            coordinator_epoch: m.coordinator_epoch,
+            commit: m.transaction_result,
+            partitions: m
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partition_indexes
+                        .iter()
+                        .map(|p| (t.name.0.to_string(), *p))
+                })
+                .collect(),
+        };
+        let written = crate::txn_markers::write_local(&ctx.broker, &marker).await;
+        let mut r = WritableTxnMarkerResult::default();
+        r.producer_id = m.producer_id;
+        for ((topic, partition), error) in written {
+            let mut p = WritableTxnMarkerPartitionResult::default();
+            p.partition_index = partition;
+            p.error_code = error.map_or(0, |e| e.code());
+            match r.topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
+                Some(t) => t.partitions.push(p),
+                None => {
+                    let mut t = WritableTxnMarkerTopicResult::default();
+                    t.name = TopicName(topic.into());
+                    t.partitions.push(p);
+                    r.topics.push(t);
+                }
+            }
+        }
+        resp.markers.push(r);
+    }
+    resp
+}
