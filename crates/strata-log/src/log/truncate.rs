@@ -102,6 +102,11 @@ impl Log {
             false,
             now,
         );
+        // Kafka `truncateTo` ends with `updateHighWatermark`: completed
+        // transactions the (clamped) high watermark passed are stable.
+        state
+            .producers
+            .on_high_watermark_updated(self.high_watermark());
         self.publish_first_unstable(state);
         r
     }
