@@ -410,10 +410,19 @@ impl Log {
     /// else the high watermark. READ_COMMITTED fetches and ListOffsets read
     /// up to it; the cleaner and the tiered copy never go past it.
     pub fn last_stable_offset(&self) -> Offset {
-        let hw = self.high_watermark();
-        match self.first_unstable_offset() {
-            Some(first) => first.min(hw),
-            None => hw,
+        // The high watermark is read on both sides of the first unstable
+        // offset: a pair read while the high watermark moved could match
+        // an old high watermark (inside a transaction then open) with a
+        // first unstable offset from after that transaction completed.
+        loop {
+            let hw = self.high_watermark();
+            let first = self.first_unstable_offset();
+            if self.high_watermark() == hw {
+                return match first {
+                    Some(first) => first.min(hw),
+                    None => hw,
+                };
+            }
         }
     }
 

@@ -127,14 +127,19 @@ impl Log {
             while i < segs.len() {
                 let seg = &segs[i];
                 let next_base = segs.get(i + 1).map(|s| s.base_offset());
-                // The bound's byte position, if it falls in this segment.
+                // The bound's byte position, if it falls in this segment:
+                // the end of the last append when that ended at the bound
+                // (no scan), else a search within the bytes present before
+                // it (an append racing this read must not add batches at or
+                // past the bound: read_committed would return an open
+                // transaction, read_uncommitted data above the HW).
                 let max_position = if next_base.is_none_or(|n| upper < n) {
-                    if upper == leo && next_base.is_none() {
-                        seg.size()
-                    } else {
-                        seg.translate_offset(upper, 0)?
-                            .map(|p| p.position)
-                            .unwrap_or(seg.size())
+                    match seg.end_mark() {
+                        Some((next, size)) if next == upper => size,
+                        _ => {
+                            let end = seg.size();
+                            seg.position_of_offset_within(upper, end)?
+                        }
                     }
                 } else {
                     seg.size()

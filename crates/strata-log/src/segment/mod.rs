@@ -137,8 +137,16 @@ pub struct Segment {
     base_offset: Offset,
     file: Arc<File>,
     size: AtomicU64,
+    /// After an append: (next offset − base) << 32 | size, published with
+    /// one store after `size`, so a reader gets a matching pair (the
+    /// position of the log end without a scan); [`END_UNKNOWN`] until the
+    /// first append and after recovery or truncation.
+    end_mark: AtomicU64,
     state: Mutex<SegmentState>,
 }
+
+/// [`Segment::end_mark`] not known.
+const END_UNKNOWN: u64 = u64::MAX;
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -330,6 +338,7 @@ impl Segment {
             base_offset,
             file: Arc::new(file),
             size: AtomicU64::new(size),
+            end_mark: AtomicU64::new(END_UNKNOWN),
             state: Mutex::new(SegmentState {
                 fs: fs.clone(),
                 log_path,
@@ -470,7 +479,51 @@ impl Segment {
             st.physical_len = end;
         }
         self.size.store(end, Ordering::Release);
+        if let (Some(next), Ok(size)) = (
+            largest_offset.plus(1).relative_to(self.base_offset),
+            u32::try_from(end),
+        ) {
+            self.end_mark.store(
+                (u64::from(next.0) << 32) | u64::from(size),
+                Ordering::Release,
+            );
+        }
         Ok(())
+    }
+
+    /// The next offset after the last append and the size it left, read
+    /// together; `None` before the first append of this segment object
+    /// and after recovery or truncation.
+    pub fn end_mark(&self) -> Option<(Offset, u64)> {
+        let mark = self.end_mark.load(Ordering::Acquire);
+        (mark != END_UNKNOWN).then(|| {
+            (
+                self.base_offset.plus((mark >> 32) as i64),
+                mark & u64::from(u32::MAX),
+            )
+        })
+    }
+
+    /// The position of the first batch whose last offset is `>= offset`,
+    /// searching only the first `end` bytes; `end` when there is none.
+    /// With `end` read before the call, every batch before the answer has
+    /// offsets below `offset` even while appends go on.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn position_of_offset_within(&self, offset: Offset, end: u64) -> Result<u64, LogError> {
+        let from = {
+            let mut st = self.lock();
+            let base = self.base_offset;
+            st.offset_index(base)
+                .map_err(idx_err)?
+                .lookup(offset)
+                .position
+                .0 as u64
+        };
+        Ok(self
+            .search_from(offset, from.min(end), end)?
+            .map_or(end, |p| p.position))
     }
 
     /// Max timestamp so far and the (shallow) offset holding it, loading it

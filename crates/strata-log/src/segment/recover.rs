@@ -263,6 +263,7 @@ impl Segment {
         }
         st.physical_len = valid;
         self.size.store(valid, Ordering::Release);
+        self.end_mark.store(super::END_UNKNOWN, Ordering::Release);
         st.max_timestamp = Some(max);
         st.rolling_based_timestamp = None;
         st.offset_index(base)
@@ -356,6 +357,7 @@ impl Segment {
             .map_err(|e| LogError::io(&st.log_path, "truncate segment", e))?;
         st.physical_len = found.position;
         self.size.store(found.position, Ordering::Release);
+        self.end_mark.store(super::END_UNKNOWN, Ordering::Release);
         if found.position == 0 {
             st.created_ms = now_ms;
             st.rolling_based_timestamp = None;
