@@ -136,6 +136,7 @@ pub(crate) fn tiered_error_code(e: &TieredError) -> ResponseError {
         | TieredError::NotTiered { .. }
         | TieredError::PoolFull(_)
         | TieredError::CorruptSegment { .. }
+        | TieredError::CorruptTxnIndex { .. }
         | TieredError::Cancelled => R::UnknownServerError,
     }
 }

@@ -214,8 +214,13 @@ pub(crate) async fn shutdown(broker: &Arc<Broker>) {
 }
 
 /// Fetch below the local log start of a tiered partition (blocking caller):
-/// `None` when the error is not for the remote tier, else the records or
-/// [`ApiError::Remote`] (its Kafka code is decided in `error_code`).
+/// `None` when the error is not for the remote tier, else the records (with
+/// the aborted transactions when `read_committed`) or [`ApiError::Remote`]
+/// (its Kafka code is decided in `error_code`).
+/// Records read from the remote tier and, for READ_COMMITTED, the aborted
+/// transactions as (producer id, first offset) entries' source.
+pub(crate) type RemoteAnswer = (Bytes, Option<Vec<strata_log::AbortedTxn>>);
+
 pub(crate) fn remote_read(
     b: &Broker,
     log: &Log,
@@ -223,7 +228,8 @@ pub(crate) fn remote_read(
     fetch_offset: i64,
     max_bytes: usize,
     min_one_message: bool,
-) -> Option<Result<Bytes, ApiError>> {
+    read_committed: bool,
+) -> Option<Result<RemoteAnswer, ApiError>> {
     let rlm = b.tiered.get()?;
     let tp = log.topic_partition();
     match error {
@@ -242,7 +248,21 @@ pub(crate) fn remote_read(
         Ok(rx) => rx.blocking_recv().unwrap_or(Err(TieredError::Cancelled)),
         Err(e) => Err(e),
     };
-    Some(answer.map(|r| r.records).map_err(|error| {
+    // READ_COMMITTED: the aborted transactions over the remote indexes
+    // (then the local ones), as a local read would answer them.
+    let answer = answer.and_then(|r| {
+        let aborted = match read_committed {
+            false => None,
+            true if r.records.is_empty() => Some(Vec::new()),
+            true => Some(rlm.collect_aborted_transactions(
+                log,
+                Offset(fetch_offset),
+                r.aborted_upper_bound,
+            )?),
+        };
+        Ok((r.records, aborted))
+    });
+    Some(answer.map_err(|error| {
         if !matches!(error, TieredError::OffsetOutOfRange { .. }) {
             tracing::warn!(%tp, error = %strata_log::ErrorChain(&error), "remote read failed");
         }

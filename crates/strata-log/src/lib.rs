@@ -86,6 +86,7 @@ pub use config::{CleanupPolicy, ConfigDef, ConfigError, ConfigType, LogConfig};
 pub use error::{ErrorChain, LogError};
 pub use index::{
     AbortedTxn, IndexError, IndexOp, OffsetIndex, OffsetPosition, TimeIndex, TransactionIndex,
+    TxnIndexSearchResult,
 };
 pub use leader_epoch::{LeaderEpochCache, LeaderEpochError};
 pub use loader::{LoadParams, RecoveryStats};

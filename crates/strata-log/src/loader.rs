@@ -28,10 +28,11 @@ use crate::format::{
 };
 use crate::fs::{FileSystem, SharedFs, StdFs};
 use crate::leader_epoch::LeaderEpochCache;
+use crate::producer_state::ProducerStateManager;
 use crate::segment::scan::FileBatches;
 use crate::segment::{floor_segment, segment_config};
 use crate::segment::{EpochSink, IndexFileState, Segment, SegmentRecovery};
-use crate::types::Offset;
+use crate::types::{Offset, TopicPartition};
 
 /// What the log manager knows about a partition before loading it.
 #[derive(Clone, Debug)]
@@ -71,6 +72,9 @@ pub struct RecoveryStats {
     pub rebuilt_indexes: Vec<Offset>,
     /// Base offsets that got an empty `.timeindex` (it was missing).
     pub empty_time_indexes: Vec<Offset>,
+    /// Base offsets whose missing `.txnindex` was rebuilt from the log
+    /// (Strata creates one for every segment, so a missing one was lost).
+    pub rebuilt_txn_indexes: Vec<Offset>,
     /// Bytes cut from torn or corrupt tails.
     pub truncated_bytes: u64,
     /// After a clean shutdown: bytes of the active segment read by the tail
@@ -228,9 +232,56 @@ fn warn_truncated(partition: &str, seg: &Segment, r: &SegmentRecovery) {
     );
 }
 
+/// The producer state a segment recovery needs: positioned at `base` (Kafka
+/// `LogLoader.recoverSegment` builds a fresh manager and rebuilds it up to
+/// the segment's base offset from the snapshots and the earlier segments).
+/// The manager is kept between segments, so recovering consecutive
+/// segments reads each one once. Unlike Kafka no snapshot is taken after
+/// each recovered segment: the log's own rebuild then replays the last
+/// segments and keeps the last five batches of each producer (retried
+/// batches are still recognised), where a snapshot would keep one.
+struct RecoveryProducers<'a> {
+    fs: &'a SharedFs,
+    dir: &'a Path,
+    tp: &'a TopicPartition,
+    expiration_ms: i64,
+    log_start: Offset,
+    now: i64,
+    psm: Option<ProducerStateManager>,
+}
+
+impl RecoveryProducers<'_> {
+    /// The manager positioned at `base`, `earlier` being the segments below it.
+    fn at(
+        &mut self,
+        earlier: &[Arc<Segment>],
+        base: Offset,
+    ) -> Result<&mut ProducerStateManager, LogError> {
+        if self.psm.is_none() {
+            self.psm = Some(
+                ProducerStateManager::new(self.fs, self.dir, self.tp.clone(), self.expiration_ms)
+                    .map_err(|e| crate::segment::producers::state_error(self.tp, e))?,
+            );
+        }
+        let psm = self.psm.as_mut().expect("set above");
+        if psm.map_end_offset() != base {
+            crate::segment::producers::rebuild(
+                psm,
+                earlier,
+                self.log_start,
+                base,
+                false,
+                self.now,
+            )?;
+        }
+        Ok(psm)
+    }
+}
+
 /// Load (and recover) a partition directory.
 pub(crate) fn load(
     dir: &Path,
+    tp: &TopicPartition,
     config: &LogConfig,
     params: &LoadParams,
     clock: &dyn Clock,
@@ -269,20 +320,53 @@ pub(crate) fn load(
         }
     }
     let now = clock.now_ms();
-    let mut segments = Vec::with_capacity(logs.len());
+    let mut producers = RecoveryProducers {
+        fs,
+        dir,
+        tp,
+        expiration_ms: config.producer_id_expiration_ms,
+        log_start: logs
+            .first()
+            .map_or(params.log_start_offset, |b| params.log_start_offset.max(*b)),
+        now,
+        psm: None,
+    };
+    // After an unclean shutdown step 7 recovers these segments anyway.
+    let unclean_from = (!params.had_clean_shutdown).then(|| {
+        logs.range(..=params.recovery_point)
+            .next_back()
+            .or(logs.first())
+            .copied()
+            .unwrap_or(Offset(0))
+    });
+    let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(logs.len());
     for base in &logs {
         let seg = Segment::open(fs, dir, *base, segment_config(config, false), now, "")?;
         let (index, time_index) = seg.check_index_files();
         if index != IndexFileState::Valid || time_index == IndexFileState::Invalid {
-            let r = seg.recover(Some(&mut epochs as &mut dyn EpochSink))?;
+            let psm = producers.at(&segments, *base)?;
+            let r = seg.recover(Some(&mut epochs as &mut dyn EpochSink), Some(psm))?;
             stats.rebuilt_indexes.push(*base);
             stats.truncated_bytes += r.truncated_bytes;
             if r.truncated_bytes > 0 {
                 warn_truncated(&partition, &seg, &r);
             }
-        } else if time_index == IndexFileState::Missing {
-            seg.create_empty_time_index()?;
-            stats.empty_time_indexes.push(*base);
+        } else {
+            if time_index == IndexFileState::Missing {
+                seg.create_empty_time_index()?;
+                stats.empty_time_indexes.push(*base);
+            }
+            if !seg.txn_index_file_exists() && unclean_from.is_none_or(|f| *base < f) {
+                let psm = producers.at(&segments, *base)?;
+                let written = seg.rebuild_txn_index(psm)?;
+                tracing::info!(
+                    partition = %partition,
+                    segment_base = base.0,
+                    aborted_transactions = written,
+                    "transaction index missing; rebuilt it from the log"
+                );
+                stats.rebuilt_txn_indexes.push(*base);
+            }
         }
         segments.push(Arc::new(seg));
     }
@@ -323,7 +407,13 @@ pub(crate) fn load(
         while i < segments.len() {
             let seg = &segments[i];
             stats.recovered_segments.push(seg.base_offset());
-            let truncated = match seg.recover(Some(&mut epochs as &mut dyn EpochSink)) {
+            let psm = producers.at(&segments[..i], seg.base_offset())?;
+            let recovered = seg.recover(Some(&mut epochs as &mut dyn EpochSink), Some(psm));
+            if recovered.is_err() {
+                // The manager's position is unknown now: rebuild it if needed.
+                producers.psm = None;
+            }
+            let truncated = match recovered {
                 Ok(r) => {
                     if r.truncated_bytes > 0 {
                         warn_truncated(&partition, seg, &r);

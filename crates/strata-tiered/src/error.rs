@@ -186,6 +186,15 @@ pub enum TieredError {
         segment: String,
         position: u64,
     },
+    /// A remote segment's transaction index holds a record Strata cannot
+    /// read.
+    #[error("partition {tp}: remote segment {segment} has a corrupt transaction index")]
+    CorruptTxnIndex {
+        tp: strata_log::TopicPartition,
+        segment: String,
+        #[source]
+        source: strata_log::codec::index::IndexCorruption,
+    },
     /// The reader task went away before answering (shutdown).
     #[error("remote read cancelled")]
     Cancelled,

@@ -1,11 +1,12 @@
 //! Remote index cache (Kafka `RemoteIndexCache`, reference §8.4): the
-//! offset and time indexes of remote segments, downloaded once, kept on
+//! offset, time and transaction indexes of remote segments, downloaded once, kept on
 //! local disk in `<first log dir>/remote-log-index-cache/` and in memory,
 //! bounded by `remote.log.index.file.cache.total.size.bytes` (least
 //! recently used entry evicted first, its files removed).
 //!
-//! File names: `<startOffset>_<segmentId22>.index` / `.timeindex` (plain
-//! decimal offset, as Kafka); downloads land in `<name>.tmp` and are renamed,
+//! File names: `<startOffset>_<segmentId22>.index` / `.timeindex` /
+//! `.txnindex` (plain decimal offset, as Kafka; a segment uploaded without
+//! a transaction index gets an empty `.txnindex`, as Kafka does); downloads land in `<name>.tmp` and are renamed,
 //! so a crash never leaves a half file under the final name. A restart
 //! reuses files already present.
 //!
@@ -18,8 +19,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use strata_log::codec::index::{slots, slots_in_use, IndexSlot, OffsetSlot, TimeSlot};
-use strata_log::{Offset, Position, Timestamp};
+use strata_log::codec::index::{
+    slots, slots_in_use, IndexCorruption, IndexSlot, OffsetSlot, TimeSlot,
+};
+use strata_log::codec::txn::{decode_records, ABORTED_TXN_SIZE};
+use strata_log::{Offset, Position, Timestamp, TxnIndexSearchResult};
 use uuid::Uuid;
 
 use crate::error::RemoteStorageError;
@@ -29,12 +33,14 @@ use crate::rsm::{IndexType, RemoteStorageManager};
 /// Name of the cache directory under the first log dir.
 pub const CACHE_DIR: &str = "remote-log-index-cache";
 
-/// The two indexes of one remote segment.
+/// The indexes of one remote segment.
 #[derive(Clone, Debug)]
 pub struct RemoteIndexes {
     pub base_offset: Offset,
     pub offset_index: Bytes,
     pub time_index: Bytes,
+    /// The `.txnindex` bytes (empty when the segment had none).
+    pub txn_index: Bytes,
 }
 
 impl RemoteIndexes {
@@ -60,8 +66,50 @@ impl RemoteIndexes {
             .map_or(self.base_offset, |s| s.offset(self.base_offset))
     }
 
+    /// Kafka `OffsetIndex.fetchUpperBoundOffset`: the offset of the first
+    /// offset-index entry whose position is `>= position + fetch_size`.
+    pub fn fetch_upper_bound_offset(&self, position: u64, fetch_size: u64) -> Option<Offset> {
+        let target = position.saturating_add(fetch_size);
+        let used = slots_in_use(slots::<OffsetSlot>(&self.offset_index).map(|s| s.relative));
+        slots::<OffsetSlot>(&self.offset_index)
+            .take(used)
+            .find(|s| u64::try_from(s.position).is_ok_and(|p| p >= target))
+            .map(|s| s.offset(self.base_offset))
+    }
+
+    /// Kafka `TransactionIndex.collectAbortedTxns` over this segment's
+    /// remote `.txnindex`: entries with `last_offset >= fetch_offset` and
+    /// `first_offset < upper_bound`, complete at the first entry whose LSO
+    /// is `>= upper_bound`. A trailing partial record is ignored.
+    ///
+    /// # Errors
+    /// A record with an unsupported version.
+    pub fn collect_aborted_txns(
+        &self,
+        fetch_offset: Offset,
+        upper_bound: Offset,
+    ) -> Result<TxnIndexSearchResult, IndexCorruption> {
+        let whole = self.txn_index.len() / ABORTED_TXN_SIZE * ABORTED_TXN_SIZE;
+        let mut aborted = Vec::new();
+        for txn in decode_records(&self.txn_index[..whole])? {
+            if txn.last_offset >= fetch_offset && txn.first_offset < upper_bound {
+                aborted.push(txn);
+            }
+            if txn.last_stable_offset >= upper_bound {
+                return Ok(TxnIndexSearchResult {
+                    aborted,
+                    is_complete: true,
+                });
+            }
+        }
+        Ok(TxnIndexSearchResult {
+            aborted,
+            is_complete: false,
+        })
+    }
+
     fn weight(&self) -> u64 {
-        (self.offset_index.len() + self.time_index.len()) as u64
+        (self.offset_index.len() + self.time_index.len() + self.txn_index.len()) as u64
     }
 }
 
@@ -138,10 +186,19 @@ impl RemoteIndexCache {
         }
         let offset_index = self.load(md, rsm, IndexType::Offset, ".index")?;
         let time_index = self.load(md, rsm, IndexType::Timestamp, ".timeindex")?;
+        // Kafka: a missing remote transaction index is an empty one.
+        let txn_index = match self.load(md, rsm, IndexType::Transaction, ".txnindex") {
+            Err(e) if e.is_not_found() => {
+                self.store(md, ".txnindex", &Bytes::new());
+                Bytes::new()
+            }
+            r => r?,
+        };
         let entry = Arc::new(RemoteIndexes {
             base_offset: md.start_offset,
             offset_index,
             time_index,
+            txn_index,
         });
         let mut evicted = Vec::new();
         {
@@ -161,7 +218,7 @@ impl RemoteIndexCache {
             }
         }
         for (victim, base) in evicted {
-            for suffix in [".index", ".timeindex"] {
+            for suffix in [".index", ".timeindex", ".txnindex"] {
                 let path = self
                     .dir
                     .join(format!("{}_{}{}", base.0, uuid_base64(victim), suffix));
@@ -181,7 +238,7 @@ impl RemoteIndexCache {
                 inner.lru.retain(|x| *x != id);
             }
         }
-        for suffix in [".index", ".timeindex"] {
+        for suffix in [".index", ".timeindex", ".txnindex"] {
             let _ = std::fs::remove_file(self.file(md, suffix));
         }
     }
@@ -198,12 +255,18 @@ impl RemoteIndexCache {
             return Ok(Bytes::from(data));
         }
         let data = rsm.fetch_index(md, kind)?;
+        self.store(md, suffix, &data);
+        Ok(data)
+    }
+
+    /// Keep a downloaded index on disk (`<name>.tmp`, then renamed). The
+    /// disk copy is an optimisation: failing to write it only costs a
+    /// download after restart.
+    fn store(&self, md: &RemoteLogSegmentMetadata, suffix: &str, data: &[u8]) {
+        let path = self.file(md, suffix);
         let tmp = path.with_extension(format!("{}.tmp", &suffix[1..]));
-        // The disk copy is an optimisation: failing to write it only costs
-        // a download after restart.
-        if std::fs::write(&tmp, &data).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+        if std::fs::write(&tmp, data).is_ok() && std::fs::rename(&tmp, &path).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        Ok(data)
     }
 }

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use strata_log::batch::{BatchPrefix, BatchView, LAST_OFFSET_DELTA_POS};
 use strata_log::codec::be_i32;
-use strata_log::{LeaderEpoch, Offset, Timestamp, TimestampAndOffset, TopicPartition};
+use strata_log::{
+    AbortedTxn, LeaderEpoch, Log, Offset, Timestamp, TimestampAndOffset, TopicPartition,
+};
 
 use crate::error::TieredError;
 use crate::manager::{RemoteLogManager, TieredPartition};
@@ -35,6 +37,13 @@ pub struct RemoteRead {
     pub records: Bytes,
     /// Start offset of the remote segment served from.
     pub segment_start: Offset,
+    /// Upper bound of this read's aborted-transaction lookup
+    /// ([`RemoteLogManager::collect_aborted_transactions`]), as Kafka's
+    /// `RemoteLogManager.addAbortedTransactions` computes it: the first
+    /// remote offset-index entry at or past the end of the returned bytes,
+    /// else the segment's end offset + 1; the requested offset when nothing
+    /// was returned.
+    pub aborted_upper_bound: Offset,
 }
 
 /// Base offset, total size and last offset of the batch at `buf[at..]`, or
@@ -156,6 +165,7 @@ impl RemoteLogManager {
                     return Ok(RemoteRead {
                         records: Bytes::new(),
                         segment_start: md.start_offset,
+                        aborted_upper_bound: offset,
                     })
                 }
             }
@@ -224,6 +234,7 @@ impl RemoteLogManager {
             return Ok(Some(RemoteRead {
                 records: Bytes::new(),
                 segment_start: md.start_offset,
+                aborted_upper_bound: target,
             }));
         }
         let budget = max_bytes.max(first_size) as u64;
@@ -243,10 +254,73 @@ impl RemoteLogManager {
             }
             keep += total;
         }
+        let aborted_upper_bound = if keep == 0 {
+            target
+        } else {
+            indexes
+                .fetch_upper_bound_offset(found, keep as u64)
+                .unwrap_or(md.end_offset.plus(1))
+        };
         Ok(Some(RemoteRead {
             records: bytes.slice(..keep),
             segment_start: md.start_offset,
+            aborted_upper_bound,
         }))
+    }
+
+    /// The aborted transactions a READ_COMMITTED read from the remote tier
+    /// at `fetch_offset` must report (Kafka
+    /// `RemoteLogManager.collectAbortedTransactions`, reference §8): the
+    /// remote `.txnindex` of the segment holding `fetch_offset`, then of the
+    /// following remote segments, then the local segments of `log` after
+    /// the last remote one, with the local rule ([`Log::collect_aborted_transactions`]):
+    /// entries with `last_offset >= fetch_offset` and `first_offset <
+    /// upper_bound`, stopping at the first entry whose LSO is `>=
+    /// upper_bound`. `upper_bound` is [`RemoteRead::aborted_upper_bound`].
+    /// The answer equals a local read's over the same segments.
+    ///
+    /// # Errors
+    /// Storage/metadata errors, a corrupt remote or local transaction index.
+    pub fn collect_aborted_transactions(
+        &self,
+        log: &Log,
+        fetch_offset: Offset,
+        upper_bound: Offset,
+    ) -> Result<Vec<AbortedTxn>, TieredError> {
+        let tp = log.topic_partition();
+        let p = self.tiered(tp)?;
+        let mut out = Vec::new();
+        let mut next = self.segment_for(&p, fetch_offset)?;
+        let mut searched_end = fetch_offset;
+        while let Some(md) = next {
+            let indexes = self
+                .index_cache
+                .get(&md, self.rsm.as_ref())
+                .map_err(Self::storage_err(tp))?;
+            let found = indexes
+                .collect_aborted_txns(fetch_offset, upper_bound)
+                .map_err(|source| TieredError::CorruptTxnIndex {
+                    tp: tp.clone(),
+                    segment: md.segment_id.to_string(),
+                    source,
+                })?;
+            out.extend(found.aborted);
+            if found.is_complete {
+                return Ok(out);
+            }
+            searched_end = md.end_offset.plus(1);
+            next = self.segment_for(&p, searched_end)?;
+        }
+        // Local segments: markers at or after the last remote offset (so an
+        // entry of a segment in both tiers is not reported twice).
+        let local = log
+            .collect_aborted_transactions(searched_end.max(fetch_offset), upper_bound)
+            .map_err(|e| TieredError::Log {
+                tp: tp.clone(),
+                source: Box::new(e),
+            })?;
+        out.extend(local);
+        Ok(out)
     }
 
     /// A read on the bounded reader pool (`remote.log.reader.threads`,

@@ -134,6 +134,16 @@ fn lookup(
     from_replica: bool,
 ) -> Result<(i64, i64, i32), ApiError> {
     let epoch_of = |_offset: i64| log.latest_epoch().map(|e| e.0).unwrap_or(-1);
+    // Kafka `Partition.fetchOffsetForTimestamp`: a consumer sees up to the
+    // LSO (READ_COMMITTED) or the high watermark, a replica up to the log
+    // end (transactions.md §7.3).
+    let last_fetchable = if from_replica {
+        log.log_end_offset()
+    } else if read_committed {
+        log.last_stable_offset()
+    } else {
+        log.high_watermark()
+    };
     match timestamp {
         EARLIEST => {
             let o = log.log_start_offset().0;
@@ -149,23 +159,18 @@ fn lookup(
             Ok((-1, o, epoch))
         }
         LATEST => {
-            let o = if from_replica {
-                log.log_end_offset().0
-            } else if read_committed {
-                log.last_stable_offset().0
-            } else {
-                log.high_watermark().0
-            };
+            let o = last_fetchable.0;
             Ok((-1, o, epoch_of(o)))
         }
         LATEST_TIERED => Ok((-1, -1, -1)),
+        // At or past the last fetchable offset: "not found".
         MAX_TIMESTAMP => Ok(match log.latest_timestamp_and_offset() {
-            Some(t) => (
+            Some(t) if t.offset < last_fetchable => (
                 t.timestamp.0,
                 t.offset.0,
                 t.leader_epoch.map(|e| e.0).unwrap_or(-1),
             ),
-            None => (-1, -1, -1),
+            _ => (-1, -1, -1),
         }),
         ts if ts < 0 => Err(ApiError::InvalidRequest {
             reason: "unknown special timestamp",
@@ -174,7 +179,7 @@ fn lookup(
             .fetch_offset_for_timestamp(Timestamp(ts))
             .map_err(ApiError::Log)?
         {
-            Some(t) if t.offset < log.high_watermark() => Ok((
+            Some(t) if t.offset < last_fetchable => Ok((
                 t.timestamp.0,
                 t.offset.0,
                 t.leader_epoch.map(|e| e.0).unwrap_or(-1),

@@ -35,7 +35,7 @@ use crate::types::{Offset, Position, Timestamp};
 pub use crate::codec::index::IndexCorruption;
 pub use offset::{OffsetIndex, OffsetPosition};
 pub use time::{TimeIndex, TimestampOffset};
-pub use txn::{AbortedTxn, TransactionIndex};
+pub use txn::{AbortedTxn, TransactionIndex, TxnIndexSearchResult};
 
 /// What an index was doing when an I/O error struck.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

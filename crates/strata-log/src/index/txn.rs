@@ -190,6 +190,18 @@ impl TransactionIndex {
         Ok(())
     }
 
+    /// Create the file, empty, if it does not exist yet.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors.
+    pub fn create_if_missing(&mut self) -> Result<(), IndexError> {
+        if self.file.is_none() {
+            self.open_file()?;
+        }
+        Ok(())
+    }
+
     /// Empty the file (it is kept) and forget the last offset.
     ///
     /// # Errors

@@ -96,8 +96,9 @@ impl Log {
         if leader_epoch.0 >= 0 {
             self.maybe_assign_epoch(leader_epoch, first)?;
         }
+        self.hold_lso_for(records);
         let mut info = self.write_locked(&mut guard, records, &shape, &cfg)?;
-        self.apply_producers(&mut guard, updates, info.last_offset.plus(1));
+        self.apply_producers(&mut guard, updates, info.last_offset.plus(1))?;
         info.log_append_time = validated.log_append_time;
         debug_assert!(
             cfg.message_timestamp_type == TimestampType::CreateTime
@@ -207,8 +208,9 @@ impl Log {
             // batch's base covers every batch before it, as on the leader.
             let bytes = &records[range.clone()];
             let updates = self.validate_producers(&guard, bytes, AppendOrigin::Replication)?;
+            self.hold_lso_for(bytes);
             self.write_locked(&mut guard, bytes, batch, &cfg)?;
-            self.apply_producers(&mut guard, updates, batch.last_offset.plus(1));
+            self.apply_producers(&mut guard, updates, batch.last_offset.plus(1))?;
         }
         let info = LogAppendInfo {
             first_offset: shape.first_offset,

@@ -72,8 +72,10 @@ impl Log {
         if leader_epoch.0 >= 0 {
             self.maybe_assign_epoch(leader_epoch, first)?;
         }
+        // A transactional offset batch opens a transaction: hold the LSO.
+        self.hold_lso_for(batch);
         let info = self.write_locked(&mut guard, batch, &shape, &cfg)?;
-        self.apply_producers(&mut guard, updates, info.last_offset.plus(1));
+        self.apply_producers(&mut guard, updates, info.last_offset.plus(1))?;
         drop(guard);
         self.after_append(batch, &info, cfg.durable_append)?;
         Ok(info)

@@ -178,6 +178,13 @@ pub struct Log {
     /// `remote.storage.enable` of the current config.
     tiered: AtomicBool,
     high_watermark: AtomicI64,
+    /// The producer state's first unstable offset (Kafka
+    /// `firstUnstableOffsetMetadata`, unclamped), -1 for none: written under
+    /// the append lock, read by every fetch through
+    /// [`Log::last_stable_offset`]. An append that starts a transaction
+    /// lowers it before the new log end is published, so a high watermark
+    /// computed from that log end never exposes the open transaction.
+    first_unstable_offset: AtomicI64,
     recovery_point: AtomicI64,
     /// Everything below this offset has its `.log` bytes fsynced.
     durable_offset: AtomicI64,
@@ -239,7 +246,7 @@ impl Log {
             reason: "not a <topic>-<partition> directory",
         })?
         .tp;
-        let loaded = crate::loader::load(dir, &config, &params, clock.as_ref())?;
+        let loaded = crate::loader::load(dir, &tp, &config, &params, clock.as_ref())?;
         let leo = loaded.log_end_offset;
         let tiered = config.remote_storage_enable;
         let producers = producers::load(
@@ -251,6 +258,7 @@ impl Log {
             params.had_clean_shutdown,
             clock.now_ms(),
         )?;
+        let first_unstable = producers.first_unstable_offset().map_or(-1, |o| o.0);
         Ok(Arc::new(Log {
             tp,
             fs: params.fs,
@@ -271,6 +279,7 @@ impl Log {
             local_log_start_offset: AtomicI64::new(loaded.local_log_start_offset.0),
             tiered: AtomicBool::new(tiered),
             high_watermark: AtomicI64::new(loaded.local_log_start_offset.0),
+            first_unstable_offset: AtomicI64::new(first_unstable),
             recovery_point: AtomicI64::new(loaded.recovery_point.0),
             durable_offset: AtomicI64::new(loaded.recovery_point.0),
             durable_syncs: std::sync::atomic::AtomicU64::new(0),
@@ -372,15 +381,66 @@ impl Log {
     }
 
     /// Set the high watermark, clamped to `[log_start, LEO]`; returns it.
+    ///
+    /// While the log has unstable transactions this takes the append lock
+    /// (as Kafka's `updateHighWatermarkMetadata` takes the log lock) to
+    /// forget the completed ones whose marker the high watermark passed, so
+    /// the LSO moves on; without any it is two atomic operations.
     pub fn update_high_watermark(&self, hw: Offset) -> Offset {
         let clamped = hw.max(self.log_start_offset()).min(self.log_end_offset());
         self.high_watermark.store(clamped.0, Ordering::Release);
+        if self.first_unstable_offset.load(Ordering::Acquire) >= 0 {
+            let mut g = self.append.lock().unwrap_or_else(|e| e.into_inner());
+            g.producers.on_high_watermark_updated(self.high_watermark());
+            self.publish_first_unstable(&g);
+        }
         clamped
     }
 
-    /// Equals the high watermark until transactions exist.
+    /// The first offset of a transaction that is open, or decided with its
+    /// marker not yet below the high watermark, raised to the log start
+    /// (Kafka `firstUnstableOffset`); `None` when there is none.
+    pub fn first_unstable_offset(&self) -> Option<Offset> {
+        let first = self.first_unstable_offset.load(Ordering::Acquire);
+        (first >= 0).then(|| Offset(first).max(self.log_start_offset()))
+    }
+
+    /// The last stable offset (Kafka `lastStableOffset`, transactions.md
+    /// §6.3): the first unstable offset if it is below the high watermark,
+    /// else the high watermark. READ_COMMITTED fetches and ListOffsets read
+    /// up to it; the cleaner and the tiered copy never go past it.
     pub fn last_stable_offset(&self) -> Offset {
-        self.high_watermark()
+        // The high watermark is read on both sides of the first unstable
+        // offset: a pair read while the high watermark moved could match
+        // an old high watermark (inside a transaction then open) with a
+        // first unstable offset from after that transaction completed.
+        loop {
+            let hw = self.high_watermark();
+            let first = self.first_unstable_offset();
+            if self.high_watermark() == hw {
+                return match first {
+                    Some(first) => first.min(hw),
+                    None => hw,
+                };
+            }
+        }
+    }
+
+    /// Publish the producer state's first unstable offset. Caller holds the
+    /// append lock.
+    pub(crate) fn publish_first_unstable(&self, state: &AppendState) {
+        let first = state.producers.first_unstable_offset().map_or(-1, |o| o.0);
+        self.first_unstable_offset.store(first, Ordering::Release);
+    }
+
+    /// Keep the LSO at or below `offset` until the append that starts a
+    /// transaction there is applied. Caller holds the append lock.
+    pub(crate) fn hold_first_unstable_at(&self, offset: Offset) {
+        let current = self.first_unstable_offset.load(Ordering::Acquire);
+        if current < 0 || current > offset.0 {
+            self.first_unstable_offset
+                .store(offset.0, Ordering::Release);
+        }
     }
 
     /// Everything below this offset is fsynced together with its indexes.

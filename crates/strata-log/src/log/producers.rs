@@ -29,124 +29,20 @@
 //! Strata has no such logs to upgrade, so a missing snapshot always means
 //! "rebuild from the log": deleting the snapshot files never loses state.
 
-use std::sync::Arc;
-
 use super::{AppendState, Log, LogAppendInfo};
 use crate::batch::BatchView;
 use crate::error::LogError;
+use crate::index::AbortedTxn;
 use crate::producer_state::{
-    AppendOrigin, BatchSink, ProducerStateEntry, ProducerStateError, ProducerStateManager,
-    ProducerUpdates,
+    AppendOrigin, ProducerStateEntry, ProducerStateManager, ProducerUpdates,
 };
-use crate::segment::scan::{FileBatches, ScanError};
-use crate::segment::Segment;
 use crate::types::{Offset, ProducerId, Timestamp, TopicPartition};
 
 /// How often the background pass looks for expired producers (Kafka's
 /// `producer.id.expiration.check.interval.ms` default, 10 minutes).
 pub const PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS: i64 = 600_000;
 
-/// Read size of the rebuild scan.
-const REBUILD_CHUNK: usize = 1 << 20;
-
-/// Producer-state failures of a log operation, with the partition.
-pub(crate) fn state_error(tp: &TopicPartition, e: ProducerStateError) -> LogError {
-    match e {
-        // Snapshot I/O is storage I/O: the dir goes offline like for segments.
-        ProducerStateError::Io { path, op, source } => LogError::Io { path, op, source },
-        source => LogError::ProducerState {
-            tp: tp.clone(),
-            source,
-        },
-    }
-}
-
-/// Errors of the rebuild: the manager's, or reading the segments.
-enum RebuildError {
-    State(ProducerStateError),
-    Log(LogError),
-}
-
-impl From<ProducerStateError> for RebuildError {
-    fn from(e: ProducerStateError) -> Self {
-        RebuildError::State(e)
-    }
-}
-
-/// Call `sink` for every magic-2 batch of `segment` whose last offset is in
-/// `[start, end)`.
-fn scan_segment(
-    segment: &Segment,
-    start: Offset,
-    end: Offset,
-    sink: &mut BatchSink<'_>,
-) -> Result<(), RebuildError> {
-    let file = segment.file();
-    let mut batches = FileBatches::new(file, 0, segment.size(), REBUILD_CHUNK);
-    while let Some(next) = batches.next_batch() {
-        let (summary, bytes) = match next {
-            Ok(b) => b,
-            Err(ScanError::Io(source)) => {
-                return Err(RebuildError::Log(LogError::io(
-                    segment.log_path(),
-                    "read segment for producer state",
-                    source,
-                )))
-            }
-            // Recovery already cut corrupt tails; stop at one regardless.
-            Err(ScanError::Corrupt { .. }) => return Ok(()),
-        };
-        if summary.last_offset >= end {
-            break;
-        }
-        if summary.magic < 2 || summary.last_offset < start {
-            continue;
-        }
-        match BatchView::parse(bytes) {
-            Ok(view) => sink(&view)?,
-            Err(e) => {
-                tracing::warn!(segment = %segment.log_path().display(), position = summary.position,
-                    error = %e, "unreadable batch skipped while rebuilding producer state");
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Bring `psm` to `log_end` from its newest usable snapshot plus `segments`
-/// (Kafka `UnifiedLog.rebuildProducerState`).
-pub(crate) fn rebuild(
-    psm: &mut ProducerStateManager,
-    segments: &[Arc<Segment>],
-    log_start: Offset,
-    log_end: Offset,
-    clean_shutdown: bool,
-    now_ms: i64,
-) -> Result<(), LogError> {
-    let tp = psm.topic_partition().clone();
-    let bases: Vec<Offset> = segments.iter().map(|s| s.base_offset()).collect();
-    // See the module docs: without a snapshot, always scan.
-    let reload_from_clean_shutdown = clean_shutdown && psm.latest_snapshot_offset().is_some();
-    let r = psm.rebuild_producer_state::<RebuildError, _>(
-        &bases,
-        log_start,
-        log_end,
-        reload_from_clean_shutdown,
-        now_ms,
-        |base, start, end, sink| {
-            let seg = segments
-                .iter()
-                .find(|s| s.base_offset() == base)
-                .expect("rebuild reads only the bases it was given");
-            scan_segment(seg, start, end, sink)
-        },
-    );
-    match r {
-        Ok(()) => Ok(()),
-        Err(RebuildError::State(e)) => Err(state_error(&tp, e)),
-        Err(RebuildError::Log(e)) => Err(e),
-    }
-}
+pub(crate) use crate::segment::producers::{rebuild, state_error};
 
 /// The producer state of a freshly loaded partition directory.
 pub(crate) fn load(
@@ -231,19 +127,107 @@ impl Log {
 
     /// Apply validated updates after the write; the state now covers
     /// everything below `next_offset`. Caller holds the append lock.
+    ///
+    /// Kafka `UnifiedLog.append` steps 4 to 7 (transactions.md §6.2): the
+    /// updates go in, then each completed transaction in order: an aborted
+    /// one is appended to the active segment's `.txnindex` with the LSO of
+    /// that moment, then it moves to the unreplicated set. Commits and
+    /// empty aborts (which complete nothing) write no entry.
+    ///
+    /// # Errors
+    /// A failed `.txnindex` write: the log end has moved but the rest of
+    /// the producer state has not, and the dir goes offline (a restart
+    /// rebuilds the index from the log), as in Kafka.
     pub(super) fn apply_producers(
         &self,
         state: &mut AppendState,
         updates: ProducerUpdates,
         next_offset: Offset,
-    ) {
-        let psm = &mut state.producers;
-        // Strata writes no transaction index yet (no transaction
-        // coordinator); completing keeps the LSO bookkeeping right.
-        for txn in psm.apply_updates(updates) {
-            psm.complete_txn(&txn);
+    ) -> Result<(), LogError> {
+        let completed = state.producers.apply_updates(updates);
+        for txn in completed {
+            if txn.is_aborted {
+                let lso = state.producers.last_stable_offset(&txn);
+                let entry =
+                    AbortedTxn::new(txn.producer_id, txn.first_offset, txn.last_offset, lso);
+                let active = self.snapshot().last().cloned();
+                let r = match active {
+                    Some(seg) => seg.append_aborted_txn(&entry),
+                    None => Ok(()),
+                };
+                self.fail(r)?;
+            }
+            state.producers.complete_txn(&txn);
         }
-        psm.update_map_end_offset(next_offset);
+        state.producers.update_map_end_offset(next_offset);
+        self.publish_first_unstable(state);
+        Ok(())
+    }
+
+    /// Before the write of `records` (whole batches, offsets assigned):
+    /// if one is a transactional data batch, keep the LSO at or below its
+    /// base offset until [`Self::apply_producers`] publishes the state.
+    /// Caller holds the append lock.
+    pub(super) fn hold_lso_for(&self, records: &[u8]) {
+        let mut pos = 0;
+        while pos < records.len() {
+            let Ok(view) = BatchView::parse(&records[pos..]) else {
+                return;
+            };
+            if view.is_transactional() && !view.is_control() {
+                self.hold_first_unstable_at(view.base_offset());
+                return;
+            }
+            pos += view.size();
+        }
+    }
+
+    /// The aborted transactions a READ_COMMITTED read from `fetch_offset`
+    /// must report (Kafka `collectAbortedTransactions`, transactions.md
+    /// §7.1): from the `.txnindex` of the segment holding `fetch_offset`,
+    /// then of each later segment, every entry with `last_offset >=
+    /// fetch_offset` and `first_offset < upper_bound`, stopping after the
+    /// first segment holding an entry whose stored LSO is `>= upper_bound`.
+    /// `upper_bound` is [`super::FetchData::aborted_upper_bound`] for a
+    /// read. In log order; an offset below the local log start starts at
+    /// the first local segment.
+    ///
+    /// # Errors
+    /// Storage errors (the dir goes offline), a corrupt `.txnindex`.
+    pub fn collect_aborted_transactions(
+        &self,
+        fetch_offset: Offset,
+        upper_bound: Offset,
+    ) -> Result<Vec<AbortedTxn>, LogError> {
+        self.check_usable()?;
+        let segs = self.snapshot();
+        let from = crate::segment::floor_segment(&segs, fetch_offset).unwrap_or(0);
+        let mut out = Vec::new();
+        let r = (|| {
+            for seg in &segs[from..] {
+                let found = seg.collect_aborted_txns(fetch_offset, upper_bound)?;
+                out.extend(found.aborted);
+                if found.is_complete {
+                    break;
+                }
+            }
+            Ok(())
+        })();
+        self.fail(r)?;
+        Ok(out)
+    }
+
+    /// Every entry of every segment's `.txnindex`, oldest segment first
+    /// (tests, tools).
+    ///
+    /// # Errors
+    /// As [`Self::collect_aborted_transactions`].
+    pub fn all_aborted_transactions(&self) -> Result<Vec<AbortedTxn>, LogError> {
+        let mut out = Vec::new();
+        for seg in self.snapshot().iter() {
+            out.extend(seg.aborted_txns()?);
+        }
+        Ok(out)
     }
 
     /// Snapshot at a new segment's base (roll). Caller holds the append lock.

@@ -37,6 +37,12 @@ pub struct FetchData {
     pub high_watermark: Offset,
     pub log_start_offset: Offset,
     pub log_end_offset: Offset,
+    /// The upper bound of this read's aborted-transaction lookup
+    /// ([`Log::collect_aborted_transactions`]), as Kafka computes it: the
+    /// first offset-index entry at or past the end of the returned bytes,
+    /// else the next segment's base, else the log end. The requested
+    /// offset when nothing was returned.
+    pub aborted_upper_bound: Offset,
 }
 
 impl FetchData {
@@ -95,6 +101,7 @@ impl Log {
             high_watermark: hw,
             log_start_offset: self.log_start_offset(),
             log_end_offset: leo,
+            aborted_upper_bound: start,
         };
         if start > leo || start < local_start {
             // Below the local start: `log_start` names the local bound, so
@@ -120,14 +127,19 @@ impl Log {
             while i < segs.len() {
                 let seg = &segs[i];
                 let next_base = segs.get(i + 1).map(|s| s.base_offset());
-                // The bound's byte position, if it falls in this segment.
+                // The bound's byte position, if it falls in this segment:
+                // the end of the last append when that ended at the bound
+                // (no scan), else a search within the bytes present before
+                // it (an append racing this read must not add batches at or
+                // past the bound: read_committed would return an open
+                // transaction, read_uncommitted data above the HW).
                 let max_position = if next_base.is_none_or(|n| upper < n) {
-                    if upper == leo && next_base.is_none() {
-                        seg.size()
-                    } else {
-                        seg.translate_offset(upper, 0)?
-                            .map(|p| p.position)
-                            .unwrap_or(seg.size())
+                    match seg.end_mark() {
+                        Some((next, size)) if next == upper => size,
+                        _ => {
+                            let end = seg.size();
+                            seg.position_of_offset_within(upper, end)?
+                        }
                     }
                 } else {
                     seg.size()
@@ -142,6 +154,10 @@ impl Log {
                             .read_exact_at(&mut b, slice.position)
                             .map_err(|e| LogError::io(seg.log_path(), "read", e))?;
                         data.first_offset_in_slice = Offset(i64::from_be_bytes(b));
+                        data.aborted_upper_bound = seg
+                            .fetch_upper_bound_offset(slice.position, slice.len)?
+                            .or(next_base)
+                            .unwrap_or(leo);
                         data.slices.push(FileSlice {
                             file: slice.file,
                             position: slice.position,

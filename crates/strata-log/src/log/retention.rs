@@ -269,6 +269,7 @@ impl Log {
                 kept.base_offset().max(self.local_log_start_offset()),
             );
         }
+        self.publish_first_unstable(state);
         Ok(out)
     }
 }

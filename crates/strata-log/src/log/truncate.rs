@@ -94,14 +94,21 @@ impl Log {
         self.after_truncation(offset);
         // Kafka `loadProducerState(targetOffset)`: snapshots above the new
         // end go, the state is reloaded from the newest one left plus the log.
-        super::producers::rebuild(
+        let r = super::producers::rebuild(
             &mut state.producers,
             kept,
             self.local_log_start_offset(),
             offset,
             false,
             now,
-        )
+        );
+        // Kafka `truncateTo` ends with `updateHighWatermark`: completed
+        // transactions the (clamped) high watermark passed are stable.
+        state
+            .producers
+            .on_high_watermark_updated(self.high_watermark());
+        self.publish_first_unstable(state);
+        r
     }
 
     /// Empty the log and restart it at `offset`; caller holds the append lock.
@@ -144,10 +151,12 @@ impl Log {
         self.recovery_point.store(offset.0, Ordering::Release);
         self.durable_offset.store(offset.0, Ordering::Release);
         self.high_watermark.store(offset.0, Ordering::Release);
-        state
+        let r = state
             .producers
             .truncate_fully_and_start_at(offset)
-            .map_err(|e| super::producers::state_error(&self.tp, e))
+            .map_err(|e| super::producers::state_error(&self.tp, e));
+        self.publish_first_unstable(state);
+        r
     }
 
     /// Kafka `ReplicaFetcherTierStateMachine.buildRemoteLogAuxState`, the
@@ -180,6 +189,7 @@ impl Log {
         let mut g = self.lock_append()?;
         let r =
             self.restore_from_remote_locked(&mut g, start, log_start, epochs, producer_snapshot);
+        self.publish_first_unstable(&g);
         self.fail(r)
     }
 
@@ -348,6 +358,7 @@ impl Log {
             self.local_log_start_offset
                 .fetch_max(new_start.0, Ordering::AcqRel);
             g.producers.on_log_start_offset_incremented(new_start);
+            self.publish_first_unstable(&g);
             let mut cache = self.lock_epochs();
             if cache.truncate_from_start(new_start) {
                 cache.flush().map_err(|e| LogError::Checkpoint {

@@ -67,9 +67,17 @@ impl Segment {
                 i.rename_to(&np).map_err(idx_err)?;
             }
         }
-        let np = swap(&st.txn_path);
-        rename_if_exists(self.fs.as_ref(), &st.txn_path, &np)?;
-        st.txn_path = np;
+        match &mut st.txn_index {
+            Lazy::Unopened(p) => {
+                let np = swap(p);
+                rename_if_exists(self.fs.as_ref(), p, &np)?;
+                *p = np;
+            }
+            Lazy::Open(i) => {
+                let np = swap(i.path());
+                i.rename_to(&np).map_err(idx_err)?;
+            }
+        }
         Ok(())
     }
 
@@ -89,13 +97,15 @@ impl Segment {
                 Lazy::Unopened(p) => Some(p.clone()),
                 Lazy::Open(i) => Some(i.path().to_path_buf()),
             },
-            Some(st.txn_path.clone()),
+            Some(st.txn_path()),
         ];
         // Drop the mappings first.
         let op = std::mem::replace(&mut st.offset_index, Lazy::Unopened(PathBuf::new()));
         let tp = std::mem::replace(&mut st.time_index, Lazy::Unopened(PathBuf::new()));
+        let xp = std::mem::replace(&mut st.txn_index, Lazy::Unopened(PathBuf::new()));
         drop(op);
         drop(tp);
+        drop(xp);
         for p in paths.into_iter().flatten() {
             match self.fs.remove_file(&p) {
                 Ok(()) => {}

@@ -24,6 +24,7 @@
 //!   It is held only for index work, never across a `.log` write or scan.
 
 mod files;
+pub(crate) mod producers;
 mod recover;
 pub(crate) mod scan;
 
@@ -40,7 +41,10 @@ use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::format;
 use crate::fs::{OpenMode, SharedFs};
-use crate::index::{IndexError, OffsetIndex, TimeIndex, TimestampOffset};
+use crate::index::{
+    AbortedTxn, IndexError, OffsetIndex, TimeIndex, TimestampOffset, TransactionIndex,
+    TxnIndexSearchResult,
+};
 use crate::types::{Offset, Position, Timestamp};
 
 use scan::{FileBatches, ScanError};
@@ -113,7 +117,7 @@ struct SegmentState {
     log_path: PathBuf,
     offset_index: Lazy<OffsetIndex>,
     time_index: Lazy<TimeIndex>,
-    txn_path: PathBuf,
+    txn_index: Lazy<TransactionIndex>,
     max_index_size: usize,
     index_interval_bytes: usize,
     bytes_since_last_index_entry: usize,
@@ -133,8 +137,16 @@ pub struct Segment {
     base_offset: Offset,
     file: Arc<File>,
     size: AtomicU64,
+    /// After an append: (next offset − base) << 32 | size, published with
+    /// one store after `size`, so a reader gets a matching pair (the
+    /// position of the log end without a scan); [`END_UNKNOWN`] until the
+    /// first append and after recovery or truncation.
+    end_mark: AtomicU64,
     state: Mutex<SegmentState>,
 }
+
+/// [`Segment::end_mark`] not known.
+const END_UNKNOWN: u64 = u64::MAX;
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -206,12 +218,29 @@ impl SegmentState {
         self.time_index
             .get(|p| TimeIndex::open(fs, p, base, max, true))
     }
+
+    fn txn_index(&mut self, base: Offset) -> Result<&mut TransactionIndex, IndexError> {
+        let fs = &self.fs;
+        self.txn_index.get(|p| TransactionIndex::open(fs, p, base))
+    }
+
+    fn txn_path(&self) -> PathBuf {
+        match &self.txn_index {
+            Lazy::Unopened(p) => p.clone(),
+            Lazy::Open(i) => i.path().to_path_buf(),
+        }
+    }
 }
 
 impl Segment {
-    /// Create a new, empty segment `<dir>/<base>.log<suffix>` (only the `.log`
-    /// exists until an index is touched). A leftover file of that name is
-    /// replaced.
+    /// Create a new, empty segment `<dir>/<base>.log<suffix>` and an empty
+    /// `<base>.txnindex<suffix>` (the offset and time indexes appear when
+    /// first touched). A leftover file of either name is replaced.
+    ///
+    /// The empty `.txnindex` is Strata's: Kafka creates it on the first
+    /// aborted transaction. With one for every segment Strata creates, a
+    /// missing file at load means "lost", and the loader rebuilds it
+    /// (`docs/transactions.md`, Recovery).
     ///
     /// # Errors
     /// I/O errors creating or preallocating the file.
@@ -227,6 +256,9 @@ impl Segment {
         let file = fs
             .open(&log_path, OpenMode::CreateTruncate)
             .map_err(|e| LogError::io(&log_path, "create segment", e))?;
+        let txn_path = format::txn_index_file(dir, base_offset, suffix);
+        fs.open(&txn_path, OpenMode::CreateTruncate)
+            .map_err(|e| LogError::io(&txn_path, "create transaction index", e))?;
         let mut physical_len = 0;
         if let Some(len) = config.preallocate_bytes {
             fs.set_len(&file, &log_path, len)
@@ -306,12 +338,13 @@ impl Segment {
             base_offset,
             file: Arc::new(file),
             size: AtomicU64::new(size),
+            end_mark: AtomicU64::new(END_UNKNOWN),
             state: Mutex::new(SegmentState {
                 fs: fs.clone(),
                 log_path,
                 offset_index: Lazy::Unopened(format::index_file(dir, base_offset, suffix)),
                 time_index: Lazy::Unopened(format::time_index_file(dir, base_offset, suffix)),
-                txn_path: format::txn_index_file(dir, base_offset, suffix),
+                txn_index: Lazy::Unopened(format::txn_index_file(dir, base_offset, suffix)),
                 max_index_size: config.max_index_size,
                 index_interval_bytes: config.index_interval_bytes.max(0) as usize,
                 bytes_since_last_index_entry: 0,
@@ -446,7 +479,51 @@ impl Segment {
             st.physical_len = end;
         }
         self.size.store(end, Ordering::Release);
+        if let (Some(next), Ok(size)) = (
+            largest_offset.plus(1).relative_to(self.base_offset),
+            u32::try_from(end),
+        ) {
+            self.end_mark.store(
+                (u64::from(next.0) << 32) | u64::from(size),
+                Ordering::Release,
+            );
+        }
         Ok(())
+    }
+
+    /// The next offset after the last append and the size it left, read
+    /// together; `None` before the first append of this segment object
+    /// and after recovery or truncation.
+    pub fn end_mark(&self) -> Option<(Offset, u64)> {
+        let mark = self.end_mark.load(Ordering::Acquire);
+        (mark != END_UNKNOWN).then(|| {
+            (
+                self.base_offset.plus((mark >> 32) as i64),
+                mark & u64::from(u32::MAX),
+            )
+        })
+    }
+
+    /// The position of the first batch whose last offset is `>= offset`,
+    /// searching only the first `end` bytes; `end` when there is none.
+    /// With `end` read before the call, every batch before the answer has
+    /// offsets below `offset` even while appends go on.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn position_of_offset_within(&self, offset: Offset, end: u64) -> Result<u64, LogError> {
+        let from = {
+            let mut st = self.lock();
+            let base = self.base_offset;
+            st.offset_index(base)
+                .map_err(idx_err)?
+                .lookup(offset)
+                .position
+                .0 as u64
+        };
+        Ok(self
+            .search_from(offset, from.min(end), end)?
+            .map_or(end, |p| p.position))
     }
 
     /// Max timestamp so far and the (shallow) offset holding it, loading it
@@ -676,7 +753,8 @@ impl Segment {
         Ok(())
     }
 
-    /// fsync the `.log` and both indexes (creating the index files).
+    /// fsync the `.log` and the indexes (creating the offset and time index
+    /// files; the `.txnindex` only if it was written through this segment).
     ///
     /// # Errors
     /// I/O and index errors.
@@ -690,7 +768,13 @@ impl Segment {
         st.offset_index(base)
             .and_then(|i| i.flush())
             .map_err(idx_err)?;
-        st.time_index(base).and_then(|i| i.flush()).map_err(idx_err)
+        st.time_index(base)
+            .and_then(|i| i.flush())
+            .map_err(idx_err)?;
+        match &st.txn_index {
+            Lazy::Open(i) => i.flush().map_err(idx_err),
+            Lazy::Unopened(_) => Ok(()),
+        }
     }
 
     /// fsync only the `.log` data (durable appends; indexes are rebuilt by
@@ -807,6 +891,82 @@ impl Segment {
             }
         }
         Ok(None)
+    }
+
+    /// Path of the `.txnindex` file (it may not exist).
+    pub fn txn_index_path(&self) -> PathBuf {
+        self.lock().txn_path()
+    }
+
+    /// Whether the `.txnindex` file exists on disk (one `stat`).
+    pub fn txn_index_file_exists(&self) -> bool {
+        self.txn_index_path().exists()
+    }
+
+    /// Append an aborted transaction to this segment's `.txnindex` (Kafka
+    /// `LogSegment.updateTxnIndex`), creating the file if needed.
+    ///
+    /// # Errors
+    /// [`LogError::Index`] for an out-of-order entry or an I/O failure.
+    pub fn append_aborted_txn(&self, txn: &AbortedTxn) -> Result<(), LogError> {
+        let mut st = self.lock();
+        let base = self.base_offset;
+        st.txn_index(base)
+            .and_then(|i| i.append(txn))
+            .map_err(idx_err)
+    }
+
+    /// The aborted transactions of this segment overlapping
+    /// `[fetch_offset, upper_bound)` (Kafka
+    /// `TransactionIndex.collectAbortedTxns`).
+    ///
+    /// # Errors
+    /// [`LogError::Index`] for a read failure or a corrupt record.
+    pub fn collect_aborted_txns(
+        &self,
+        fetch_offset: Offset,
+        upper_bound: Offset,
+    ) -> Result<TxnIndexSearchResult, LogError> {
+        let mut st = self.lock();
+        let base = self.base_offset;
+        st.txn_index(base)
+            .and_then(|i| i.collect_aborted_txns(fetch_offset, upper_bound))
+            .map_err(idx_err)
+    }
+
+    /// Every record of this segment's `.txnindex`, in file order.
+    ///
+    /// # Errors
+    /// As [`Self::collect_aborted_txns`].
+    pub fn aborted_txns(&self) -> Result<Vec<AbortedTxn>, LogError> {
+        let mut st = self.lock();
+        let base = self.base_offset;
+        st.txn_index(base)
+            .and_then(|i| i.all_aborted_txns())
+            .map_err(idx_err)
+    }
+
+    /// Kafka `OffsetIndex.fetchUpperBoundOffset`: the offset of the first
+    /// offset-index entry at or past `position + fetch_size`, if any (the
+    /// upper bound of a read's aborted-transaction lookup).
+    ///
+    /// # Errors
+    /// Index errors opening the offset index.
+    pub fn fetch_upper_bound_offset(
+        &self,
+        position: u64,
+        fetch_size: u64,
+    ) -> Result<Option<Offset>, LogError> {
+        let mut st = self.lock();
+        let base = self.base_offset;
+        let idx = st.offset_index(base).map_err(idx_err)?;
+        let start = crate::index::OffsetPosition {
+            offset: base,
+            position: Position(position.min(u32::MAX as u64) as u32),
+        };
+        Ok(idx
+            .fetch_upper_bound_offset(start, fetch_size.min(usize::MAX as u64) as usize)
+            .map(|p| p.offset))
     }
 
     /// Summaries of every batch (tests, tools).

@@ -6,7 +6,8 @@ use super::scan::{FileBatches, ScanError};
 use super::{idx_err, Segment, SCAN_CHUNK};
 use crate::batch::{BatchView, MAGIC_V2};
 use crate::error::LogError;
-use crate::index::TimestampOffset;
+use crate::index::{AbortedTxn, TimestampOffset};
+use crate::producer_state::ProducerStateManager;
 use crate::types::{LeaderEpoch, Offset, Position, Timestamp};
 
 /// Where recovery reports the leader epochs it finds (the log's
@@ -49,6 +50,45 @@ fn batch_is_valid(magic: i8, bytes: &[u8]) -> bool {
         let stored = u32::from_be_bytes(bytes[12..16].try_into().expect("4 bytes"));
         crc32fast::hash(&bytes[16..]) == stored
     }
+}
+
+/// Kafka `LogSegment.updateProducerState`: apply one batch to `psm` and,
+/// when it completes an aborted transaction, append its entry (with the LSO
+/// of that moment) to the segment's `.txnindex` before completing it.
+/// Returns whether an entry was written.
+fn apply_to_producers(
+    st: &mut super::SegmentState,
+    base: Offset,
+    psm: &mut ProducerStateManager,
+    bytes: &[u8],
+) -> Result<bool, LogError> {
+    let state_err = |psm: &ProducerStateManager, source| LogError::ProducerState {
+        tp: psm.topic_partition().clone(),
+        source,
+    };
+    let view = match BatchView::parse(bytes) {
+        Ok(v) => v,
+        // Validated by the caller's scan; an unparsable batch is not applied
+        // (the rebuild at load skips it the same way).
+        Err(_) => return Ok(false),
+    };
+    let completed = psm
+        .apply_replicated_batch(&view)
+        .map_err(|e| state_err(psm, e))?;
+    let Some(txn) = completed else {
+        return Ok(false);
+    };
+    let mut written = false;
+    if txn.is_aborted {
+        let lso = psm.last_stable_offset(&txn);
+        let entry = AbortedTxn::new(txn.producer_id, txn.first_offset, txn.last_offset, lso);
+        st.txn_index(base)
+            .and_then(|i| i.append(&entry))
+            .map_err(idx_err)?;
+        written = true;
+    }
+    psm.complete_txn(&txn);
+    Ok(written)
 }
 
 /// What [`Segment::check_tail`] found at the end of a segment.
@@ -112,16 +152,24 @@ impl Segment {
         })
     }
 
-    /// Kafka `recover` (§8.6): rebuild both indexes from the `.log`, keep
+    /// Kafka `recover` (§8.6): rebuild the indexes from the `.log`, keep
     /// every valid batch up to the first invalid one and cut the rest,
     /// assigning new leader epochs on the way.
     ///
+    /// With `producers` (a producer-state manager positioned at this
+    /// segment's base offset) every magic-2 batch is applied to it and each
+    /// aborted transaction it completes is appended to the emptied
+    /// `.txnindex`, so the file comes back as the appends wrote it. Without
+    /// it the `.txnindex` is only emptied.
+    ///
     /// # Errors
     /// [`LogError::OffsetOverflow`] for a batch beyond the relative range;
+    /// [`LogError::ProducerState`] for a log that breaks transaction rules;
     /// I/O and index errors.
     pub fn recover(
         &self,
         mut epochs: Option<&mut dyn EpochSink>,
+        mut producers: Option<&mut ProducerStateManager>,
     ) -> Result<SegmentRecovery, LogError> {
         let base = self.base_offset;
         let mut st = self.lock();
@@ -131,14 +179,12 @@ impl Segment {
         st.time_index(base)
             .and_then(|i| i.reset())
             .map_err(idx_err)?;
-        // Recovery does not rebuild transaction index entries (Strata's append
-        // path writes none: there is no transaction coordinator); an existing
-        // file is emptied as Kafka's reset does.
-        if st.txn_path.exists() {
-            st.fs
-                .open(&st.txn_path, crate::fs::OpenMode::CreateTruncate)
-                .map_err(|e| LogError::io(&st.txn_path, "reset txn index", e))?;
-        }
+        st.txn_index(base)
+            .and_then(|i| {
+                i.reset()?;
+                i.create_if_missing()
+            })
+            .map_err(idx_err)?;
         let mut max = TimestampOffset {
             timestamp: Timestamp::NONE,
             offset: base,
@@ -190,6 +236,11 @@ impl Segment {
                     .map_err(idx_err)?;
                 last_index_pos = valid;
             }
+            if b.magic >= MAGIC_V2 {
+                if let Some(psm) = producers.as_deref_mut() {
+                    apply_to_producers(&mut st, base, psm, bytes)?;
+                }
+            }
             valid += b.size;
             batches += 1;
             next_offset = b.next_offset();
@@ -212,6 +263,7 @@ impl Segment {
         }
         st.physical_len = valid;
         self.size.store(valid, Ordering::Release);
+        self.end_mark.store(super::END_UNKNOWN, Ordering::Release);
         st.max_timestamp = Some(max);
         st.rolling_based_timestamp = None;
         st.offset_index(base)
@@ -229,6 +281,45 @@ impl Segment {
             next_offset,
             invalid_at,
         })
+    }
+
+    /// Rebuild only the `.txnindex` (a lost file): empty it (creating it),
+    /// then apply every magic-2 batch to `producers`, positioned at this
+    /// segment's base offset, appending each aborted transaction it
+    /// completes. The `.log` and the other indexes are not touched. Returns
+    /// the entries written.
+    ///
+    /// # Errors
+    /// [`LogError::ProducerState`] for a log that breaks transaction rules;
+    /// I/O and index errors.
+    pub fn rebuild_txn_index(
+        &self,
+        producers: &mut ProducerStateManager,
+    ) -> Result<usize, LogError> {
+        let base = self.base_offset;
+        let mut st = self.lock();
+        st.txn_index(base)
+            .and_then(|i| {
+                i.reset()?;
+                i.create_if_missing()
+            })
+            .map_err(idx_err)?;
+        let mut written = 0;
+        let mut it = FileBatches::new(&self.file, 0, self.size(), SCAN_CHUNK);
+        while let Some(item) = it.next_batch() {
+            let (b, bytes) = match item {
+                Ok(x) => x,
+                Err(ScanError::Corrupt { .. }) => break,
+                Err(ScanError::Io(e)) => return Err(LogError::io(&st.log_path, "read", e)),
+            };
+            if b.magic >= MAGIC_V2 && apply_to_producers(&mut st, base, producers, bytes)? {
+                written += 1;
+            }
+        }
+        st.txn_index(base)
+            .and_then(|i| i.flush())
+            .map_err(idx_err)?;
+        Ok(written)
     }
 
     /// Kafka `truncateTo` (§8.7): drop every batch whose last offset is
@@ -254,11 +345,9 @@ impl Segment {
                 i.resize(max_size).map(|_| ())
             })
             .map_err(idx_err)?;
-        if st.txn_path.exists() {
-            let mut txn = crate::index::TransactionIndex::open(&self.fs, &st.txn_path, base)
-                .map_err(idx_err)?;
-            txn.truncate_to(offset).map_err(idx_err)?;
-        }
+        st.txn_index(base)
+            .and_then(|i| i.truncate_to(offset))
+            .map_err(idx_err)?;
         let Some(found) = found else {
             return Ok(0);
         };
@@ -268,6 +357,7 @@ impl Segment {
             .map_err(|e| LogError::io(&st.log_path, "truncate segment", e))?;
         st.physical_len = found.position;
         self.size.store(found.position, Ordering::Release);
+        self.end_mark.store(super::END_UNKNOWN, Ordering::Release);
         if found.position == 0 {
             st.created_ms = now_ms;
             st.rolling_based_timestamp = None;

@@ -391,7 +391,9 @@ fn a_crash_at_every_file_operation_reopens_to_the_same_keys() {
         assert!(
             matches!(
                 r,
-                Err(CleanerError::Log { .. }) | Err(CleanerError::Checkpoint { .. })
+                Err(CleanerError::Log { .. })
+                    | Err(CleanerError::Checkpoint { .. })
+                    | Err(CleanerError::TxnIndex { .. })
             ),
             "op {n} {op:?}: {r:?}"
         );

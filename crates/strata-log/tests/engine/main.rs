@@ -30,3 +30,4 @@ mod replica_files;
 mod retention;
 mod retention_crash;
 mod roll;
+mod transactions;

@@ -77,10 +77,12 @@ fn time_retention_renames_then_deletes_after_the_delay() {
             "00000000000000000000.index.deleted",
             "00000000000000000000.log.deleted",
             "00000000000000000000.timeindex.deleted",
+            "00000000000000000000.txnindex.deleted",
             "00000000000000000001.index.deleted",
             "00000000000000000001.log.deleted",
             "00000000000000000001.snapshot.deleted",
             "00000000000000000001.timeindex.deleted",
+            "00000000000000000001.txnindex.deleted",
         ]
     );
     clock.advance(59_999);

@@ -100,7 +100,13 @@ impl RemoteLogManager {
             log_segment: seg.log_path.clone(),
             offset_index: seg.index_path.clone(),
             time_index: seg.time_index_path.clone(),
-            transaction_index: txn.exists().then_some(txn),
+            // Strata keeps an empty `.txnindex` for every segment; like
+            // Kafka (whose file exists only once an abort was indexed) only
+            // one with entries is uploaded, and a missing remote one reads
+            // as empty.
+            transaction_index: std::fs::metadata(&txn)
+                .is_ok_and(|m| m.len() > 0)
+                .then_some(txn),
             producer_snapshot: snapshot.exists().then_some(snapshot),
             leader_epoch_index: epoch_checkpoint_text(epochs, next),
         };

@@ -10,3 +10,4 @@ mod fsck;
 mod log_start;
 mod manager;
 mod retention_gate;
+mod transactions;

@@ -63,12 +63,13 @@ struct Wanted {
 
 /// What reading one partition produced.
 enum Outcome {
-    Data(FetchData, Arc<Log>),
+    /// With the aborted transactions of a READ_COMMITTED read.
+    Data(FetchData, Arc<Log>, Option<Vec<(i64, i64)>>),
     Error(ResponseError, Option<Arc<Log>>),
     /// A follower must truncate first: (epoch, end offset), no records.
     Diverging((i32, i64), Arc<Log>),
     /// Records read from the remote tier (below the local log start).
-    Remote(bytes::Bytes, Arc<Log>, i64),
+    Remote(bytes::Bytes, Arc<Log>, i64, Option<Vec<(i64, i64)>>),
     /// A consumer should read from this follower: no records.
     Preferred(i32, Arc<Log>),
 }
@@ -187,7 +188,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         let bytes: u64 = outcomes
             .iter()
             .map(|o| match o {
-                Outcome::Data(d, _) => d.total_len(),
+                Outcome::Data(d, ..) => d.total_len(),
                 Outcome::Remote(r, ..) => r.len() as u64,
                 Outcome::Error(..) | Outcome::Diverging(..) | Outcome::Preferred(..) => 0,
             })
@@ -393,7 +394,20 @@ fn read_all(
                         first_data_seen = true;
                         remaining = remaining.saturating_sub(len);
                     }
-                    Outcome::Data(data, log)
+                    // Kafka `UnifiedLog.addAbortedTransactions`: only for
+                    // READ_COMMITTED, empty for an empty read.
+                    let aborted = match read_committed {
+                        false => None,
+                        true if len == 0 => Some(Vec::new()),
+                        true => match log.collect_aborted_transactions(
+                            Offset(w.fetch_offset),
+                            data.aborted_upper_bound,
+                        ) {
+                            Ok(list) => Some(aborted_entries(&list)),
+                            Err(e) => return Outcome::Error(ApiError::Log(e).kind(), Some(log)),
+                        },
+                    };
+                    Outcome::Data(data, log, aborted)
                 }
                 Err(e) if follower && crate::tiered::moved_to_tiered(b, &log, &e) => {
                     // Kafka `ReplicaManager`: a replica below the leader's
@@ -408,14 +422,16 @@ fn read_all(
                     w.fetch_offset,
                     limit,
                     !first_data_seen,
+                    read_committed,
                 ) {
-                    Some(Ok(records)) => {
+                    Some(Ok((records, aborted))) => {
                         if !records.is_empty() {
                             first_data_seen = true;
                             remaining = remaining.saturating_sub(records.len());
                         }
                         let start = crate::tiered::log_start_offset(b, &log);
-                        Outcome::Remote(records, log, start)
+                        let aborted = aborted.map(|list| aborted_entries(&list));
+                        Outcome::Remote(records, log, start, aborted)
                     }
                     Some(Err(error)) => Outcome::Error(error.kind(), Some(log)),
                     None => Outcome::Error(ApiError::Log(e).kind(), Some(log)),
@@ -425,21 +441,28 @@ fn read_all(
         .collect()
 }
 
+/// The response's `AbortedTransactions` entries: (producer id, first offset).
+fn aborted_entries(list: &[strata_log::AbortedTxn]) -> Vec<(i64, i64)> {
+    list.iter()
+        .map(|t| (t.producer_id.0, t.first_offset.0))
+        .collect()
+}
+
 fn partition_data(partition: i32, outcome: Outcome, read_committed: bool) -> PartitionData {
     match outcome {
-        Outcome::Data(d, log) => PartitionData {
+        Outcome::Data(d, log, aborted) => PartitionData {
             high_watermark: d.high_watermark.0,
             last_stable_offset: d.high_watermark.0.min(log.last_stable_offset().0),
             log_start_offset: d.log_start_offset.0,
-            aborted: read_committed.then(Vec::new),
+            aborted: aborted.or_else(|| read_committed.then(Vec::new)),
             records: Records::Files(d.slices),
             ..PartitionData::empty(partition, NONE)
         },
-        Outcome::Remote(records, log, log_start_offset) => PartitionData {
+        Outcome::Remote(records, log, log_start_offset, aborted) => PartitionData {
             high_watermark: log.high_watermark().0,
             last_stable_offset: log.last_stable_offset().0,
             log_start_offset,
-            aborted: read_committed.then(Vec::new),
+            aborted: aborted.or_else(|| read_committed.then(Vec::new)),
             records: Records::Mem(records),
             ..PartitionData::empty(partition, NONE)
         },
