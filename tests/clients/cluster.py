@@ -189,9 +189,11 @@ class Coordinator:
     port: int
 
 
-def find_coordinator(bootstrap: str, group: str, timeout_s: float = METADATA_TIMEOUT_S) -> Coordinator:
-    """FindCoordinator v1 for a consumer group, asked of exactly the broker at `bootstrap`."""
-    r = _call(bootstrap, 10, 1, _string(group) + struct.pack(">b", 0), timeout_s)
+def find_coordinator(bootstrap: str, group: str, timeout_s: float = METADATA_TIMEOUT_S,
+                     key_type: int = 0) -> Coordinator:
+    """FindCoordinator v1 for a consumer group (key type 0) or a transactional id (1), asked of
+    exactly the broker at `bootstrap`."""
+    r = _call(bootstrap, 10, 1, _string(group) + struct.pack(">b", key_type), timeout_s)
     r.take("i")  # throttle_time_ms
     error = r.take("h")
     r.string()  # error_message
