@@ -187,6 +187,18 @@ def test_java_commit_abort_commit(broker_factory, java):
     assert_log(java_read(java, b.bootstrap, topic, "read_uncommitted", ends),
                expected_log(STEPS, count, partitions, read_committed=False), "java read_uncommitted")
 
+    # Kafka's own reader (FileRecords, ensureValid on every batch) parses the segments with
+    # their transactional batches and markers: one record per offset, markers included.
+    dirs = [b.log_dir / f"{topic}-{p}" for p in range(partitions)]
+    lines = java.run("ReadSegments", *(a for p, d in enumerate(dirs) for a in (str(d), str(ends[p]))))
+    assert [(line["records"], line["next_offset"]) for line in lines] == \
+        [(ends[p], ends[p]) for p in range(partitions)], lines
+    # One aborted transaction per partition: one 34-byte .txnindex entry (Kafka's layout).
+    for d in dirs:
+        index = b"".join(f.read_bytes() for f in sorted(d.glob("*.txnindex")))
+        assert len(index) == 34, (d, index.hex())
+        assert index[:2] == b"\x00\x00", "AbortedTxn version 0"
+
 
 def test_java_zombie_producer_is_fenced(broker_factory, java):
     """A second producer with the same transactional.id fences the first: the first one's open
@@ -314,12 +326,21 @@ def test_java_consume_transform_produce_survives_broker_kill(broker_factory, jav
     assert aborted > 0, "no aborted records in the output: the kill did not land inside a transaction"
     print(f"aborted output records skipped by read_committed: {aborted}")
 
-    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "ctp-group"})
-    try:
-        committed = consumer.committed([TopicPartition(src, p) for p in range(partitions)], timeout=30)
-    finally:
-        consumer.close()
-    assert {tp.partition: tp.offset for tp in committed} == {p: count // partitions for p in range(partitions)}
+    def committed_offsets() -> dict[int, int]:
+        consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "ctp-group",
+                             "isolation.level": "read_committed"})
+        try:
+            got = consumer.committed([TopicPartition(src, p) for p in range(partitions)], timeout=30)
+        finally:
+            consumer.close()
+        return {tp.partition: tp.offset for tp in got}
+
+    assert committed_offsets() == {p: count // partitions for p in range(partitions)}
+    # After another SIGKILL the group coordinator rebuilds them from __consumer_offsets: the
+    # transactional offset batches count only where a COMMIT marker followed them.
+    b.kill()
+    b.start()
+    assert committed_offsets() == {p: count // partitions for p in range(partitions)}
 
 
 def test_confluent_kafka_commit_abort_commit(broker_factory):
