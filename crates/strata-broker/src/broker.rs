@@ -321,20 +321,9 @@ impl GroupHost for Broker {
         partition: i32,
         batch: &mut [u8],
     ) -> Option<(Arc<Log>, Result<LogAppendInfo, LogError>)> {
-        match &self.replicas {
-            Some(replicas) => {
-                let replica = replicas.get(&TopicPartition::new(topic, partition))?;
-                let log = replica.log.clone();
-                let (_, appended) =
-                    replica.leader_append(|epoch| log.append_as_leader(batch, epoch))?;
-                Some((log, appended))
-            }
-            None => {
-                let (log, epoch) = self.leader_log(topic, partition)?;
-                let appended = log.append_as_leader(batch, epoch);
-                Some((log, appended))
-            }
-        }
+        self.append_led(topic, partition, |log, epoch| {
+            log.append_as_leader(batch, epoch)
+        })
     }
 
     fn append_as_coordinator(
@@ -343,20 +332,9 @@ impl GroupHost for Broker {
         partition: i32,
         batch: &mut [u8],
     ) -> Option<(Arc<Log>, Result<LogAppendInfo, LogError>)> {
-        match &self.replicas {
-            Some(replicas) => {
-                let replica = replicas.get(&TopicPartition::new(topic, partition))?;
-                let log = replica.log.clone();
-                let (_, appended) =
-                    replica.leader_append(|epoch| log.append_as_coordinator(batch, epoch))?;
-                Some((log, appended))
-            }
-            None => {
-                let (log, epoch) = self.leader_log(topic, partition)?;
-                let appended = log.append_as_coordinator(batch, epoch);
-                Some((log, appended))
-            }
-        }
+        self.append_led(topic, partition, |log, epoch| {
+            log.append_as_coordinator(batch, epoch)
+        })
     }
 
     fn appended(&self, log: &Log) {
@@ -371,6 +349,32 @@ impl GroupHost for Broker {
 
     fn clustered(&self) -> bool {
         self.cluster.is_some()
+    }
+}
+
+impl Broker {
+    /// Run `append` on a partition this broker leads, in its current leader
+    /// epoch with leadership changes held off (cluster mode), or in the
+    /// topic's epoch (single node); `None` when it does not lead it.
+    fn append_led(
+        &self,
+        topic: &str,
+        partition: i32,
+        append: impl FnOnce(&Log, LeaderEpoch) -> Result<LogAppendInfo, LogError>,
+    ) -> Option<(Arc<Log>, Result<LogAppendInfo, LogError>)> {
+        match &self.replicas {
+            Some(replicas) => {
+                let replica = replicas.get(&TopicPartition::new(topic, partition))?;
+                let log = replica.log.clone();
+                let (_, appended) = replica.leader_append(|epoch| append(&log, epoch))?;
+                Some((log, appended))
+            }
+            None => {
+                let (log, epoch) = self.leader_log(topic, partition)?;
+                let appended = append(&log, epoch);
+                Some((log, appended))
+            }
+        }
     }
 }
 

@@ -118,6 +118,27 @@ struct State {
     last_expire_check: i64,
 }
 
+impl State {
+    /// Partition `partition`'s transactions if it is still owned at
+    /// `coordinator_epoch` (a write's result is installed only then).
+    fn at_epoch(&mut self, partition: i32, coordinator_epoch: i32) -> Option<&mut PartitionTxns> {
+        self.partitions
+            .get_mut(&partition)
+            .filter(|t| t.coordinator_epoch == coordinator_epoch)
+    }
+
+    /// `id`'s metadata in `partition` if still owned at `coordinator_epoch`.
+    fn txn_at_epoch(
+        &mut self,
+        partition: i32,
+        coordinator_epoch: i32,
+        id: &str,
+    ) -> Option<&mut TxnMetadata> {
+        self.at_epoch(partition, coordinator_epoch)
+            .and_then(|t| t.txns.get_mut(id))
+    }
+}
+
 /// One transactional id's description (DescribeTransactions).
 #[derive(Clone, Debug)]
 pub(crate) struct TxnDescription {
@@ -395,14 +416,7 @@ impl TxnCoordinator {
             .append_committed(TXN_TOPIC.to_string(), partition, batch, wait)
             .await;
         let mut st = self.lock();
-        let Some(txns) = st
-            .partitions
-            .get_mut(&partition)
-            .filter(|t| t.coordinator_epoch == coordinator_epoch)
-        else {
-            return Err(ResponseError::NotCoordinator);
-        };
-        let Some(meta) = txns.txns.get_mut(id) else {
+        let Some(meta) = st.txn_at_epoch(partition, coordinator_epoch, id) else {
             return Err(ResponseError::NotCoordinator);
         };
         match r {
@@ -522,13 +536,7 @@ impl TxnCoordinator {
     }
 
     fn mark_failed_fence(&self, partition: i32, coordinator_epoch: i32, id: &str) {
-        let mut st = self.lock();
-        if let Some(meta) = st
-            .partitions
-            .get_mut(&partition)
-            .filter(|t| t.coordinator_epoch == coordinator_epoch)
-            .and_then(|t| t.txns.get_mut(id))
-        {
+        if let Some(meta) = self.lock().txn_at_epoch(partition, coordinator_epoch, id) {
             meta.has_failed_epoch_fence = true;
         }
     }
@@ -669,13 +677,10 @@ impl TxnCoordinator {
     /// Whether `partition` is still owned at `coordinator_epoch` with `id`
     /// waiting for its markers.
     fn still_completing(&self, partition: i32, coordinator_epoch: i32, id: &str) -> bool {
-        let st = self.lock();
+        let mut st = self.lock();
         st.active
             && st
-                .partitions
-                .get(&partition)
-                .filter(|t| t.coordinator_epoch == coordinator_epoch)
-                .and_then(|t| t.txns.get(id))
+                .txn_at_epoch(partition, coordinator_epoch, id)
                 .is_some_and(|m| {
                     matches!(
                         m.pending,
@@ -716,12 +721,7 @@ impl TxnCoordinator {
             // DescribeTransactions shows the partitions still waiting.
             {
                 let mut st = self.lock();
-                if let Some(meta) = st
-                    .partitions
-                    .get_mut(&partition)
-                    .filter(|t| t.coordinator_epoch == coordinator_epoch)
-                    .and_then(|t| t.txns.get_mut(id))
-                {
+                if let Some(meta) = st.txn_at_epoch(partition, coordinator_epoch, id) {
                     meta.partitions = marker.partitions.iter().cloned().collect();
                 }
             }
@@ -759,12 +759,7 @@ impl TxnCoordinator {
                 .map_err(coordinator_error);
             let retry = {
                 let mut st = self.lock();
-                let Some(meta) = st
-                    .partitions
-                    .get_mut(&partition)
-                    .filter(|x| x.coordinator_epoch == coordinator_epoch)
-                    .and_then(|x| x.txns.get_mut(id))
-                else {
+                let Some(meta) = st.txn_at_epoch(partition, coordinator_epoch, id) else {
                     return;
                 };
                 match r {
@@ -943,11 +938,7 @@ impl TxnCoordinator {
                 )
                 .await;
             let mut st = self.lock();
-            let Some(txns) = st
-                .partitions
-                .get_mut(&p)
-                .filter(|t| t.coordinator_epoch == coordinator_epoch)
-            else {
+            let Some(txns) = st.at_epoch(p, coordinator_epoch) else {
                 continue;
             };
             let gone = r.is_ok()
