@@ -1,4 +1,4 @@
-//! WriteTxnMarkers (key 27), versions 0–1: a transaction coordinator (ours
+//! WriteTxnMarkers (key 27), version 1 (v0 is below the kafka-protocol floor): a transaction coordinator (ours
 //! on another broker, or `kafka-transactions.sh abort`) asks this broker to
 //! write COMMIT/ABORT markers to partitions it leads. Answered once every
 //! marker is committed or failed.
