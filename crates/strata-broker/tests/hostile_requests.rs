@@ -154,6 +154,14 @@ fn empty(api: ApiKey) -> Option<RequestKind> {
         ApiKey::ElectLeaders => K::ElectLeaders(Default::default()),
         ApiKey::AlterPartitionReassignments => K::AlterPartitionReassignments(Default::default()),
         ApiKey::ListPartitionReassignments => K::ListPartitionReassignments(Default::default()),
+        ApiKey::AddPartitionsToTxn => K::AddPartitionsToTxn(Default::default()),
+        ApiKey::AddOffsetsToTxn => K::AddOffsetsToTxn(Default::default()),
+        ApiKey::EndTxn => K::EndTxn(Default::default()),
+        ApiKey::WriteTxnMarkers => K::WriteTxnMarkers(Default::default()),
+        ApiKey::TxnOffsetCommit => K::TxnOffsetCommit(Default::default()),
+        ApiKey::DescribeProducers => K::DescribeProducers(Default::default()),
+        ApiKey::DescribeTransactions => K::DescribeTransactions(Default::default()),
+        ApiKey::ListTransactions => K::ListTransactions(Default::default()),
         _ => return None,
     })
 }
