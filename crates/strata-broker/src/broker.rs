@@ -353,6 +353,21 @@ impl GroupHost for Broker {
 }
 
 impl Broker {
+    /// The `__consumer_offsets` partition of `group_id` (by the topic's
+    /// actual partition count once it exists), as a transaction partition.
+    pub(crate) fn offsets_partition_of(&self, group_id: &str) -> (String, i32) {
+        let count = self
+            .topics
+            .get(crate::group::OFFSETS_TOPIC)
+            .map_or(self.config.group.offsets_topic_num_partitions, |t| {
+                t.partitions
+            });
+        (
+            crate::group::OFFSETS_TOPIC.to_string(),
+            crate::group::partition_for(group_id, count),
+        )
+    }
+
     /// Run `append` on a partition this broker leads, in its current leader
     /// epoch with leadership changes held off (cluster mode), or in the
     /// topic's epoch (single node); `None` when it does not lead it.

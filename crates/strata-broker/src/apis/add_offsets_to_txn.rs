@@ -6,7 +6,6 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
 use super::RequestContext;
-use crate::group::{partition_for, OFFSETS_TOPIC};
 
 pub(crate) async fn handle(
     ctx: &RequestContext,
@@ -14,16 +13,7 @@ pub(crate) async fn handle(
 ) -> AddOffsetsToTxnResponse {
     let broker = &ctx.broker;
     let mut resp = AddOffsetsToTxnResponse::default();
-    let count = broker
-        .topics
-        .get(OFFSETS_TOPIC)
-        .map_or(broker.config.group.offsets_topic_num_partitions, |t| {
-            t.partitions
-        });
-    let partition = (
-        OFFSETS_TOPIC.to_string(),
-        partition_for(req.group_id.0.as_str(), count),
-    );
+    let partition = broker.offsets_partition_of(req.group_id.0.as_str());
     let r = broker
         .txn
         .add_partitions(

@@ -14,7 +14,6 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use super::RequestContext;
 use crate::error_code::code_of;
 use crate::group::api::{CommitPartition, CommitRequest};
-use crate::group::{partition_for, OFFSETS_TOPIC};
 
 /// KIP-890: the group's `__consumer_offsets` partition must be in the
 /// producer's ongoing transaction (added by AddOffsetsToTxn); errors are
@@ -25,16 +24,7 @@ async fn verify(ctx: &RequestContext, req: &TxnOffsetCommitRequest) -> Result<()
     if !broker.config.txn.verification_enable {
         return Ok(());
     }
-    let count = broker
-        .topics
-        .get(OFFSETS_TOPIC)
-        .map_or(broker.config.group.offsets_topic_num_partitions, |t| {
-            t.partitions
-        });
-    let partition = (
-        OFFSETS_TOPIC.to_string(),
-        partition_for(req.group_id.0.as_str(), count),
-    );
+    let partition = broker.offsets_partition_of(req.group_id.0.as_str());
     let answer = crate::txn_verify::ask_coordinator(
         broker,
         req.transactional_id.0.as_str(),
