@@ -57,7 +57,7 @@ step() {
 step deps scripts/install-test-deps.sh
 step fmt cargo fmt --all -- --check
 step import-loops python3 scripts/check-import-loops.py crates/strata-log crates/strata-tiered \
-  crates/strata-broker
+  crates/strata-broker crates/strata-security
 step clippy cargo clippy --workspace --all-targets -- -D warnings
 step build cargo build --workspace --release --bins
 step rust-tests cargo test --workspace --release
