@@ -194,6 +194,41 @@ code_enum! {
     }
 }
 
+impl ResourceType {
+    /// The operations that make sense on this resource type, in Kafka's
+    /// order (`AclEntry.supportedOperations`); the `*_authorized_operations`
+    /// bitfields are computed over these. Empty for UNKNOWN and ANY.
+    pub fn supported_operations(self) -> &'static [AclOperation] {
+        use AclOperation::*;
+        match self {
+            ResourceType::Topic => &[
+                Read,
+                Write,
+                Create,
+                Describe,
+                Delete,
+                Alter,
+                DescribeConfigs,
+                AlterConfigs,
+            ],
+            ResourceType::Group => &[Read, Describe, Delete],
+            ResourceType::Cluster => &[
+                Create,
+                ClusterAction,
+                DescribeConfigs,
+                AlterConfigs,
+                IdempotentWrite,
+                Alter,
+                Describe,
+            ],
+            ResourceType::TransactionalId => &[Describe, Write],
+            ResourceType::DelegationToken => &[Describe],
+            ResourceType::User => &[CreateTokens, DescribeTokens],
+            ResourceType::Unknown | ResourceType::Any => &[],
+        }
+    }
+}
+
 /// A resource pattern: which resources an ACL covers (Kafka `ResourcePattern`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

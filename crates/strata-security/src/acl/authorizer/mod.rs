@@ -73,11 +73,11 @@ impl AuthorizerConfig {
 /// Why a decision came out as it did (Kafka's `MatchingRule`), for the audit
 /// log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rule {
+pub enum Rule<'a> {
     /// The principal is a super user.
     SuperUser,
     /// This ACL decided (the deny that won, or an allow).
-    Acl(AclBinding),
+    Acl(&'a AclBinding),
     /// No ACL covers the resource; `allow.everyone.if.no.acl.found` decided.
     NoAclFound,
     /// ACLs cover the resource, but none applies to this principal, host and
@@ -87,7 +87,7 @@ pub enum Rule {
     InvalidAction,
 }
 
-impl fmt::Display for Rule {
+impl fmt::Display for Rule<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Rule::SuperUser => f.write_str("SuperUser"),
@@ -99,32 +99,38 @@ impl fmt::Display for Rule {
     }
 }
 
-/// The answer to one `authorize` question.
+/// The answer to one `authorize` question; it borrows the deciding ACL
+/// from the snapshot, so the hot path copies nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub enum Decision<'a> {
     /// Allowed, and why.
-    Allowed(Rule),
+    Allowed(Rule<'a>),
     /// Denied, and why.
-    Denied(Rule),
+    Denied(Rule<'a>),
 }
 
-impl Decision {
+impl<'a> Decision<'a> {
     /// True for [`Decision::Allowed`].
     pub fn is_allowed(&self) -> bool {
         matches!(self, Decision::Allowed(_))
     }
 
     /// The rule that decided.
-    pub fn rule(&self) -> &Rule {
+    pub fn rule(&self) -> &Rule<'a> {
         match self {
             Decision::Allowed(rule) | Decision::Denied(rule) => rule,
         }
     }
 }
 
-impl fmt::Display for Decision {
+impl fmt::Display for Decision<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // Kafka names the no-ACL default by its outcome.
+            Decision::Allowed(Rule::NoAclFound) => {
+                f.write_str("Allowed based on rule DefaultAllow")
+            }
+            Decision::Denied(Rule::NoAclFound) => f.write_str("Denied based on rule DefaultDeny"),
             Decision::Allowed(rule) => write!(f, "Allowed based on rule {rule}"),
             Decision::Denied(rule) => write!(f, "Denied based on rule {rule}"),
         }
@@ -209,7 +215,7 @@ impl Authorizer {
         op: AclOperation,
         resource_type: ResourceType,
         name: &str,
-    ) -> Decision {
+    ) -> Decision<'_> {
         if !is_concrete_action(op, resource_type) {
             return Decision::Denied(Rule::InvalidAction);
         }
@@ -218,9 +224,9 @@ impl Authorizer {
         }
         let scan = self.scan(principal, host, op, resource_type, name);
         if let Some(acl) = scan.deny {
-            Decision::Denied(Rule::Acl(acl.clone()))
+            Decision::Denied(Rule::Acl(acl))
         } else if let Some(acl) = scan.allow {
-            Decision::Allowed(Rule::Acl(acl.clone()))
+            Decision::Allowed(Rule::Acl(acl))
         } else if scan.has_acls {
             Decision::Denied(Rule::NoMatchingAcl)
         } else if self.allow_everyone_if_no_acl_found {
@@ -316,6 +322,27 @@ impl Authorizer {
                 .any(|prefix| deny_prefixed.contains(prefix));
             !dominated
         })
+    }
+
+    /// The `*_authorized_operations` bitfield of Metadata, DescribeGroups,
+    /// DescribeCluster and friends (Kafka `AuthHelper.authorizedOperations`):
+    /// bit `1 << code` set for each of
+    /// [`ResourceType::supported_operations`] that `authorize` allows.
+    pub fn authorized_operations(
+        &self,
+        principal: &str,
+        host: &str,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> i32 {
+        resource_type
+            .supported_operations()
+            .iter()
+            .filter(|&&op| {
+                self.authorize(principal, host, op, resource_type, name)
+                    .is_allowed()
+            })
+            .fold(0, |bits, &op| bits | (1 << op.code()))
     }
 
     /// The bindings of this snapshot, as given to [`new`](Self::new).

@@ -159,7 +159,7 @@ fn deny_wins_over_allow() {
     ]);
     let decision = a.authorize("User:alice", LOCALHOST, Read, Topic, "secret-1");
     assert!(
-        matches!(decision, Decision::Denied(Rule::Acl(ref b)) if b.entry.permission == Deny),
+        matches!(decision, Decision::Denied(Rule::Acl(b)) if b.entry.permission == Deny),
         "{decision}"
     );
     assert!(allowed(&a, "bob", LOCALHOST, Read, Topic, "secret-1"));
@@ -671,7 +671,7 @@ fn kafka_audit_rules_name_the_deciding_acl() {
     let denied = a.authorize("User:bob", LOCALHOST, Read, Topic, "alpha");
     assert_eq!(
         denied,
-        Decision::Denied(Rule::Acl(acl(
+        Decision::Denied(Rule::Acl(&acl(
             Topic, "alp", Prefixed, "User:bob", "*", Read, Deny
         )))
     );
@@ -679,7 +679,7 @@ fn kafka_audit_rules_name_the_deciding_acl() {
     let allowed = a.authorize("User:bob", LOCALHOST, Read, Topic, "green1");
     assert_eq!(
         allowed,
-        Decision::Allowed(Rule::Acl(acl(
+        Decision::Allowed(Rule::Acl(&acl(
             Topic, "green", Prefixed, "User:bob", "*", Read, Allow
         )))
     );
@@ -1182,4 +1182,55 @@ fn by_resource_type_does_not_imply_operations() {
     );
     assert!(acls.any("user1", H1, Read, Topic));
     assert!(!acls.any("user1", H1, Describe, Topic));
+}
+
+#[test]
+fn authorized_operations_bitfield() {
+    let a = authorizer(vec![
+        acl(Topic, "t", Literal, "User:alice", "*", Read, Allow),
+        acl(Topic, "t", Literal, "User:alice", "*", AlterConfigs, Allow),
+        acl(Group, "g", Literal, "User:alice", "*", All, Allow),
+    ]);
+    // READ(3), DESCRIBE(8) implied by READ, DESCRIBE_CONFIGS(10) implied by
+    // ALTER_CONFIGS, ALTER_CONFIGS(11).
+    let expected = (1 << 3) | (1 << 8) | (1 << 10) | (1 << 11);
+    assert_eq!(
+        a.authorized_operations("User:alice", LOCALHOST, Topic, "t"),
+        expected
+    );
+    assert_eq!(
+        a.authorized_operations("User:alice", LOCALHOST, Group, "g"),
+        (1 << 3) | (1 << 8) | (1 << 6)
+    );
+    assert_eq!(
+        a.authorized_operations("User:bob", LOCALHOST, Topic, "t"),
+        0
+    );
+    let all_cluster = (1 << 5) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12) | (1 << 7) | (1 << 8);
+    assert_eq!(
+        a.authorized_operations("User:superman", LOCALHOST, Cluster, "kafka-cluster"),
+        all_cluster
+    );
+}
+
+#[test]
+fn decision_display_names_the_rule() {
+    let open = Authorizer::new(config("User:root", true), []);
+    let closed = Authorizer::new(config("", false), []);
+    assert_eq!(
+        open.authorize("User:x", LOCALHOST, Read, Topic, "t")
+            .to_string(),
+        "Allowed based on rule DefaultAllow"
+    );
+    assert_eq!(
+        closed
+            .authorize("User:x", LOCALHOST, Read, Topic, "t")
+            .to_string(),
+        "Denied based on rule DefaultDeny"
+    );
+    assert_eq!(
+        open.authorize("User:root", LOCALHOST, Read, Topic, "t")
+            .to_string(),
+        "Allowed based on rule SuperUser"
+    );
 }
