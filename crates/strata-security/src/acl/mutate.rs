@@ -141,7 +141,7 @@ pub fn delete(
         removed.extend(matched.iter().copied());
         results.push(Ok(matched
             .into_iter()
-            .map(|i| current[i].clone())
+            .filter_map(|i| current.get(i).cloned())
             .collect()));
     }
     let remaining = current

@@ -272,7 +272,7 @@ impl Authorizer {
         let mut deny_literal: HashSet<&str> = HashSet::new();
         let mut deny_prefixed: HashSet<&str> = HashSet::new();
         let mut allow: Vec<(PatternType, &str)> = Vec::new();
-        for b in index.all.iter().map(|&i| &self.acls[i]) {
+        for b in index.all.iter().filter_map(|&i| self.acls.get(i)) {
             let entry = &b.entry;
             if entry.host != host && entry.host != WILDCARD_HOST {
                 continue;
@@ -397,7 +397,7 @@ impl Authorizer {
         for acl in literal
             .chain(wildcard)
             .chain(prefixed)
-            .map(|&i| &self.acls[i])
+            .filter_map(|&i| self.acls.get(i))
         {
             scan.has_acls = true;
             match applies(acl, principal, host, op) {
