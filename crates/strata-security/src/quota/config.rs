@@ -179,7 +179,9 @@ pub enum AlterQuotaError {
         entity_type: String,
     },
     /// `ip` combined with `user` or `client-id`.
-    #[error("Invalid quota entity combination, IP entity should not be combined with User or ClientId")]
+    #[error(
+        "Invalid quota entity combination, IP entity should not be combined with User or ClientId"
+    )]
     IpCombined,
     /// The `ip` name is not an IP address literal.
     #[error("{ip} is not a valid IP or resolvable host.")]
@@ -294,8 +296,14 @@ impl QuotaConfigs {
     /// Kafka looks up the bound from the sensor key's tags, which for an
     /// empty client id skips levels 1, 2, 4 and 5; here the table applies as
     /// written for every name.
-    pub fn quota_for(&self, t: QuotaType, user: &str, client_id: &str) -> Option<(f64, QuotaEntity)> {
-        self.resolve(t, user, client_id).map(|r| (r.limit, r.sensor_key))
+    pub fn quota_for(
+        &self,
+        t: QuotaType,
+        user: &str,
+        client_id: &str,
+    ) -> Option<(f64, QuotaEntity)> {
+        self.resolve(t, user, client_id)
+            .map(|r| (r.limit, r.sensor_key))
     }
 
     /// [`quota_for`](Self::quota_for) with the configured entity it came from.
@@ -306,7 +314,11 @@ impl QuotaConfigs {
     /// The `controller_mutation_rate` that applies to `(user, client_id)`,
     /// with the same precedence and sensor keys as [`quota_for`](Self::quota_for).
     /// (Kafka enforces it with a token bucket, which this module does not hold.)
-    pub fn controller_mutation_rate_for(&self, user: &str, client_id: &str) -> Option<ResolvedQuota> {
+    pub fn controller_mutation_rate_for(
+        &self,
+        user: &str,
+        client_id: &str,
+    ) -> Option<ResolvedQuota> {
         self.resolve_key(CONTROLLER_MUTATION_RATE, user, client_id)
     }
 
@@ -314,7 +326,10 @@ impl QuotaConfigs {
     /// `ip=<ip>` entity, else `ip=<default>`; `None` is unlimited. `ip` is
     /// compared in its canonical text form, so `::1` matches `0:0:0:0:0:0:0:1`.
     pub fn ip_connection_rate(&self, ip: IpAddr) -> Option<f64> {
-        let exact = self.value(&StoredEntity::Ip(Some(ip.to_string())), CONNECTION_CREATION_RATE);
+        let exact = self.value(
+            &StoredEntity::Ip(Some(ip.to_string())),
+            CONNECTION_CREATION_RATE,
+        );
         exact.or_else(|| self.value(&StoredEntity::Ip(None), CONNECTION_CREATION_RATE))
     }
 
@@ -337,18 +352,20 @@ impl QuotaConfigs {
             (QuotaEntity::new(Absent, c()), false, true),
             (QuotaEntity::new(Absent, Dflt), false, true),
         ];
-        levels.into_iter().find_map(|(source, keep_user, keep_client)| {
-            let limit = self.value(&StoredEntity::Client(source.clone()), key)?;
-            let sensor_key = QuotaEntity::new(
-                if keep_user { u() } else { Absent },
-                if keep_client { c() } else { Absent },
-            );
-            Some(ResolvedQuota {
-                limit,
-                source,
-                sensor_key,
+        levels
+            .into_iter()
+            .find_map(|(source, keep_user, keep_client)| {
+                let limit = self.value(&StoredEntity::Client(source.clone()), key)?;
+                let sensor_key = QuotaEntity::new(
+                    if keep_user { u() } else { Absent },
+                    if keep_client { c() } else { Absent },
+                );
+                Some(ResolvedQuota {
+                    limit,
+                    source,
+                    sensor_key,
+                })
             })
-        })
     }
 
     /// AlterClientQuotas for one entry: validates `entity` (type, name;
@@ -455,18 +472,27 @@ fn validate_entity(entity: &[(String, Option<String>)]) -> Result<StoredEntity, 
             Ok(addr) => Ok(StoredEntity::Ip(Some(addr.to_string()))),
             Err(_) => Err(AlterQuotaError::InvalidIp { ip: name }),
         },
-        None => Ok(StoredEntity::Client(QuotaEntity::new(side(user), side(client_id)))),
+        None => Ok(StoredEntity::Client(QuotaEntity::new(
+            side(user),
+            side(client_id),
+        ))),
     }
 }
 
 /// Kafka's `validateQuotaKeyValue`.
 fn validate_key_value(ip_entity: bool, key: &str, value: f64) -> Result<(), AlterQuotaError> {
-    let key_type = key_type(ip_entity, key).ok_or_else(|| AlterQuotaError::UnknownKey { key: key.to_owned() })?;
+    let key_type = key_type(ip_entity, key).ok_or_else(|| AlterQuotaError::UnknownKey {
+        key: key.to_owned(),
+    })?;
     if value.is_nan() || value == f64::INFINITY {
-        return Err(AlterQuotaError::NotFinite { key: key.to_owned() });
+        return Err(AlterQuotaError::NotFinite {
+            key: key.to_owned(),
+        });
     }
     if value <= 0.0 {
-        return Err(AlterQuotaError::NotPositive { key: key.to_owned() });
+        return Err(AlterQuotaError::NotPositive {
+            key: key.to_owned(),
+        });
     }
     let (max, type_name) = match key_type {
         KeyType::Double => return Ok(()),
@@ -481,7 +507,9 @@ fn validate_key_value(ip_entity: bool, key: &str, value: f64) -> Result<(), Alte
         });
     }
     if (value % 1.0).abs() > 1e-6 {
-        return Err(AlterQuotaError::Fractional { key: key.to_owned() });
+        return Err(AlterQuotaError::Fractional {
+            key: key.to_owned(),
+        });
     }
     Ok(())
 }
@@ -536,7 +564,11 @@ impl TryFrom<QuotaConfigsRepr> for QuotaConfigs {
                 .into_iter()
                 .map(|c| (c.entity_type, c.entity_name))
                 .collect();
-            let ops: Vec<(String, Option<f64>)> = entry.quotas.into_iter().map(|(k, v)| (k, Some(v))).collect();
+            let ops: Vec<(String, Option<f64>)> = entry
+                .quotas
+                .into_iter()
+                .map(|(k, v)| (k, Some(v)))
+                .collect();
             configs
                 .alter(&entity, &ops, false)
                 .map_err(|source| LoadQuotaError { index, source })?;

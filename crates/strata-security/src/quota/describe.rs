@@ -145,7 +145,9 @@ impl QuotaConfigs {
                 (MATCH_TYPE_DEFAULT, None) => {
                     exact.insert(t, None);
                 }
-                (MATCH_TYPE_SPECIFIED, Some(_)) => return Err(DescribeQuotaError::SpecifiedWithName),
+                (MATCH_TYPE_SPECIFIED, Some(_)) => {
+                    return Err(DescribeQuotaError::SpecifiedWithName)
+                }
                 (MATCH_TYPE_SPECIFIED, None) => any.push(t),
                 (match_type, _) => return Err(DescribeQuotaError::UnknownMatchType { match_type }),
             }
@@ -161,8 +163,14 @@ impl QuotaConfigs {
             if strict && components.len() != wanted {
                 return false;
             }
-            let name_of = |t: &str| components.iter().find(|(ct, _)| ct == t).map(|(_, n)| n.as_deref());
-            exact.iter().all(|(t, want)| name_of(t) == Some(*want)) && any.iter().all(|t| name_of(t).is_some())
+            let name_of = |t: &str| {
+                components
+                    .iter()
+                    .find(|(ct, _)| ct == t)
+                    .map(|(_, n)| n.as_deref())
+            };
+            exact.iter().all(|(t, want)| name_of(t) == Some(*want))
+                && any.iter().all(|t| name_of(t).is_some())
         };
         Ok(self
             .entities

@@ -113,9 +113,17 @@ impl QuotaManager {
     /// once without a certain throttle, `limit × (samples − 1) × window
     /// seconds` (the fetch path caps a consumer's fetch size with it);
     /// `f64::MAX` when unlimited.
-    pub fn max_value_in_quota_window(&self, configs: &QuotaConfigs, t: QuotaType, user: &str, client_id: &str) -> f64 {
+    pub fn max_value_in_quota_window(
+        &self,
+        configs: &QuotaConfigs,
+        t: QuotaType,
+        user: &str,
+        client_id: &str,
+    ) -> f64 {
         match configs.quota_for(t, user, client_id) {
-            Some((limit, _)) => limit * f64::from(self.samples - 1) * (self.window_ms as f64 / 1000.0),
+            Some((limit, _)) => {
+                limit * f64::from(self.samples - 1) * (self.window_ms as f64 / 1000.0)
+            }
             None => f64::MAX,
         }
     }

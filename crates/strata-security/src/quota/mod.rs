@@ -30,18 +30,21 @@ mod manager;
 mod rate;
 
 pub use config::{
-    AlterQuotaError, EntityName, LoadQuotaError, QuotaConfigs, QuotaEntity, ResolvedQuota, CONNECTION_CREATION_RATE,
-    CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, ENTITY_CLIENT_ID, ENTITY_IP, ENTITY_USER, PRODUCER_BYTE_RATE,
-    REQUEST_PERCENTAGE,
+    AlterQuotaError, EntityName, LoadQuotaError, QuotaConfigs, QuotaEntity, ResolvedQuota,
+    CONNECTION_CREATION_RATE, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, ENTITY_CLIENT_ID,
+    ENTITY_IP, ENTITY_USER, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE,
 };
 pub use describe::{
-    DescribeQuotaError, DescribedEntity, FilterComponent, MATCH_TYPE_DEFAULT, MATCH_TYPE_EXACT, MATCH_TYPE_SPECIFIED,
+    DescribeQuotaError, DescribedEntity, FilterComponent, MATCH_TYPE_DEFAULT, MATCH_TYPE_EXACT,
+    MATCH_TYPE_SPECIFIED,
 };
 pub use manager::{
-    nanos_to_percentage, QuotaManager, INACTIVE_SENSOR_EXPIRATION_MS, NANOS_TO_PERCENTAGE_PER_SECOND,
+    nanos_to_percentage, QuotaManager, INACTIVE_SENSOR_EXPIRATION_MS,
+    NANOS_TO_PERCENTAGE_PER_SECOND,
 };
 pub use rate::{
-    bounded_throttle_time_ms, record_and_throttle, record_and_throttle_bounded, throttle_time_ms, RateSensor,
+    bounded_throttle_time_ms, record_and_throttle, record_and_throttle_bounded, throttle_time_ms,
+    RateSensor,
 };
 
 /// `quota.window.num`'s default: samples a quota rate is measured over.

@@ -195,7 +195,8 @@ impl RateSensor {
         let full_windows = total / self.window_ms;
         let min_full_windows = i64::from(self.samples) - 1;
         if full_windows < min_full_windows {
-            total = total.saturating_add((min_full_windows - full_windows).saturating_mul(self.window_ms));
+            total = total
+                .saturating_add((min_full_windows - full_windows).saturating_mul(self.window_ms));
         }
         total.max(1)
     }
@@ -206,7 +207,7 @@ impl RateSensor {
 /// nearest millisecond. Negative when `observed` is below `bound`; a
 /// non-positive or non-finite `bound` gives `i64::MAX` (nothing is allowed).
 pub fn throttle_time_ms(observed: f64, bound: f64, window_ms: i64) -> i64 {
-    if !(bound > 0.0) || !bound.is_finite() {
+    if !bound.is_finite() || bound <= 0.0 {
         return i64::MAX;
     }
     let throttle = (observed - bound) / bound * window_ms as f64;
@@ -216,7 +217,12 @@ pub fn throttle_time_ms(observed: f64, bound: f64, window_ms: i64) -> i64 {
 
 /// Kafka's `QuotaUtils.boundedThrottleTime`: [`throttle_time_ms`] capped at
 /// `max_throttle_ms`.
-pub fn bounded_throttle_time_ms(observed: f64, bound: f64, window_ms: i64, max_throttle_ms: i64) -> i64 {
+pub fn bounded_throttle_time_ms(
+    observed: f64,
+    bound: f64,
+    window_ms: i64,
+    max_throttle_ms: i64,
+) -> i64 {
     throttle_time_ms(observed, bound, window_ms).min(max_throttle_ms)
 }
 
@@ -335,7 +341,10 @@ mod tests {
         assert_eq!(throttle_time_ms(1.0, 0.0, 1000), i64::MAX);
         assert_eq!(throttle_time_ms(1.0, f64::NAN, 1000), i64::MAX);
         let mut s = RateSensor::new(11, 1000, 0);
-        assert_eq!(record_and_throttle(&mut s, 0.0, 1.0, 0), i64::from(i32::MAX));
+        assert_eq!(
+            record_and_throttle(&mut s, 0.0, 1.0, 0),
+            i64::from(i32::MAX)
+        );
     }
 
     // ClientQuotaManagerTest.testQuotaViolation: 400 bytes/s for 10 s under a
