@@ -150,7 +150,10 @@ mod tests {
     fn reads_short_and_long_lengths() {
         let short = [0x04, 0x02, 0xaa, 0xbb, 0xff];
         let (e, rest) = read(&short).expect("short form");
-        assert_eq!((e.tag, e.contents, e.raw, rest), (4, &[0xaa, 0xbb][..], &short[..4], &[0xff][..]));
+        assert_eq!(
+            (e.tag, e.contents, e.raw, rest),
+            (4, &[0xaa, 0xbb][..], &short[..4], &[0xff][..])
+        );
 
         let mut long = vec![0x04, 0x81, 0x80];
         long.extend(std::iter::repeat_n(7u8, 0x80));
@@ -167,7 +170,10 @@ mod tests {
         assert_eq!(read(&[0x04, 0x82, 0x01]), Err(DerError::BadLength));
         assert!(matches!(
             read_tagged(&[0x31, 0x00], SEQUENCE),
-            Err(DerError::UnexpectedTag { found: 0x31, expected: 0x30 })
+            Err(DerError::UnexpectedTag {
+                found: 0x31,
+                expected: 0x30
+            })
         ));
     }
 

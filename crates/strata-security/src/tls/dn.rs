@@ -71,10 +71,7 @@ fn attribute(ava: der::Element<'_>) -> Result<String, DerError> {
     let (oid, rest) = der::read_tagged(ava.contents, der::OID)?;
     let (value, _) = der::read(rest)?;
     let dotted = der::oid_to_string(oid.contents)?;
-    let keyword = KEYWORDS
-        .iter()
-        .find(|(o, _)| *o == dotted)
-        .map(|(_, k)| *k);
+    let keyword = KEYWORDS.iter().find(|(o, _)| *o == dotted).map(|(_, k)| *k);
     let mut out = String::from(keyword.unwrap_or(&dotted));
     out.push('=');
     match keyword {
@@ -135,7 +132,10 @@ mod tests {
     fn java_vectors() {
         let vectors = [
             // CN=q"uote<space>
-            ("30123110300e06035504030c077122756f746520", "CN=q\\\"uote\\ "),
+            (
+                "30123110300e06035504030c077122756f746520",
+                "CN=q\\\"uote\\ ",
+            ),
             // two leading and two trailing spaces
             (
                 "3021311f301d06035504030c16202074776f206c65616420616e6420747261696c2020",
@@ -149,7 +149,10 @@ mod tests {
                 "OU=ia5@x,CN=printable",
             ),
             // BMPString: the JDK decodes its bytes as UTF-8
-            ("3011310f300d06035504031e0600dc006e00ef", "CN=\\00\u{fffd}\\00n\\00\u{fffd}"),
+            (
+                "3011310f300d06035504031e0600dc006e00ef",
+                "CN=\\00\u{fffd}\\00n\\00\u{fffd}",
+            ),
             // T61String with a Latin-1 byte, likewise
             ("300f310d300b06035504031404636166e9", "CN=caf\u{fffd}"),
             // OCTET STRING value: hex even for a keyword type
@@ -157,7 +160,10 @@ mod tests {
             ("301531133011060a0992268993f22c6401191603636f6d", "DC=com"),
             ("3000", ""),
             // tab kept, trailing CR escaped
-            ("30143112301006035504030c0974616209686572650d", "CN=tab\there\\\r"),
+            (
+                "30143112301006035504030c0974616209686572650d",
+                "CN=tab\there\\\r",
+            ),
             ("300c310a300806035504030c010d", "CN=\\\r"),
             // VisibleString and UniversalString are not text to the JDK; GeneralString is
             ("300c310a300806035504031a0141", "CN=#1a0141"),
@@ -171,7 +177,10 @@ mod tests {
 
     #[test]
     fn escapes_every_special_character() {
-        assert_eq!(escape_value(b"a+b=c;d<e>f\"g\\h ,i#"), "a\\+b\\=c\\;d\\<e\\>f\\\"g\\\\h \\,i\\#");
+        assert_eq!(
+            escape_value(b"a+b=c;d<e>f\"g\\h ,i#"),
+            "a\\+b\\=c\\;d\\<e\\>f\\\"g\\\\h \\,i\\#"
+        );
         assert_eq!(escape_value(b" "), "\\ ");
         assert_eq!(escape_value(b"#x"), "\\#x");
     }

@@ -151,7 +151,9 @@ pub enum TlsConfigError {
         origin: String,
     },
     /// An encrypted private key without `ssl.key.password`.
-    #[error("{property}: the private key in {origin} is encrypted but ssl.key.password is not set")]
+    #[error(
+        "{property}: the private key in {origin} is encrypted but ssl.key.password is not set"
+    )]
     EncryptedKeyWithoutPassword {
         /// The keystore property.
         property: &'static str,

@@ -41,7 +41,9 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Block>, PemError> {
         let label = after_begin[..label_end].trim().to_owned();
         let body_and_rest = &after_begin[label_end + DASHES.len()..];
         let end_marker = format!("-----END {label}-----");
-        let body_end = body_and_rest.find(&end_marker).ok_or(PemError::Unterminated)?;
+        let body_end = body_and_rest
+            .find(&end_marker)
+            .ok_or(PemError::Unterminated)?;
         let body = &body_and_rest[..body_end];
 
         let mut legacy_encrypted = false;
@@ -78,21 +80,31 @@ mod tests {
                     -----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00\n\nBQY=\n-----END RSA PRIVATE KEY-----";
         let blocks = parse(text).expect("valid PEM");
         assert_eq!(blocks.len(), 2);
-        assert_eq!((blocks[0].label.as_str(), blocks[0].der.as_slice()), ("CERTIFICATE", &[1, 2, 3, 4][..]));
+        assert_eq!(
+            (blocks[0].label.as_str(), blocks[0].der.as_slice()),
+            ("CERTIFICATE", &[1, 2, 3, 4][..])
+        );
         assert!(!blocks[0].legacy_encrypted);
-        assert_eq!((blocks[1].label.as_str(), blocks[1].der.as_slice()), ("RSA PRIVATE KEY", &[5, 6][..]));
+        assert_eq!(
+            (blocks[1].label.as_str(), blocks[1].der.as_slice()),
+            ("RSA PRIVATE KEY", &[5, 6][..])
+        );
         assert!(blocks[1].legacy_encrypted);
     }
 
     #[test]
     fn reads_a_block_on_one_line() {
-        let blocks = parse("-----BEGIN PRIVATE KEY----- AQ ID -----END PRIVATE KEY-----").expect("one line");
+        let blocks =
+            parse("-----BEGIN PRIVATE KEY----- AQ ID -----END PRIVATE KEY-----").expect("one line");
         assert_eq!(blocks[0].der, [1, 2, 3]);
     }
 
     #[test]
     fn refuses_broken_blocks() {
-        assert_eq!(parse("-----BEGIN CERTIFICATE-----\nAQID").err(), Some(PemError::Unterminated));
+        assert_eq!(
+            parse("-----BEGIN CERTIFICATE-----\nAQID").err(),
+            Some(PemError::Unterminated)
+        );
         assert_eq!(
             parse("-----BEGIN CERTIFICATE-----\nAQID\n-----END PRIVATE KEY-----").err(),
             Some(PemError::Unterminated)

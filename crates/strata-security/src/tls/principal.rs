@@ -37,8 +37,7 @@ use super::error::{PrincipalMappingError, TlsConfigError};
 pub const ANONYMOUS: &str = "ANONYMOUS";
 
 /// Kafka's `RULE_PATTERN`, with Java's `\s` spelt out for the splitter.
-const RULE_PATTERN: &str =
-    r"(DEFAULT)|RULE:((\\.|[^\\/])*)/((\\.|[^\\/])*)/([LU]?).*?|(.*?)";
+const RULE_PATTERN: &str = r"(DEFAULT)|RULE:((\\.|[^\\/])*)/((\\.|[^\\/])*)/([LU]?).*?|(.*?)";
 const JAVA_SPACE: &str = r"[ \t\n\x0B\f\r]";
 
 fn rule_splitter() -> &'static Regex {
@@ -122,8 +121,8 @@ impl PrincipalMappingRules {
                     _ => Case::Keep,
                 };
                 let regex = Regex::new(&source).map_err(|e| invalid(e.to_string()))?;
-                let whole =
-                    Regex::new(&format!(r"\A(?:{source})\z")).map_err(|e| invalid(e.to_string()))?;
+                let whole = Regex::new(&format!(r"\A(?:{source})\z"))
+                    .map_err(|e| invalid(e.to_string()))?;
                 parsed.push(Rule::Pattern {
                     source,
                     regex,
@@ -404,8 +403,7 @@ pub fn principal_name(
 
 /// The subject of a DER certificate in Java's RFC 2253 form.
 pub(crate) fn subject_dn(cert_der: &[u8]) -> Result<String, String> {
-    let (_, cert) =
-        x509_parser::parse_x509_certificate(cert_der).map_err(|e| e.to_string())?;
+    let (_, cert) = x509_parser::parse_x509_certificate(cert_der).map_err(|e| e.to_string())?;
     dn::rfc2253(cert.subject().as_raw()).map_err(|e| e.to_string())
 }
 
@@ -478,7 +476,10 @@ mod tests {
             ("CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US", "duke@sme"),
             ("cn=duke,ou=sme,dc=mycp,dc=com", "DUKE@SME"),
             ("cN=duke,OU=JavaSoft,O=Sun Microsystems", "DUKE"),
-            ("OU=JavaSoft,O=Sun Microsystems,C=US", "OU=JavaSoft,O=Sun Microsystems,C=US"),
+            (
+                "OU=JavaSoft,O=Sun Microsystems,C=US",
+                "OU=JavaSoft,O=Sun Microsystems,C=US",
+            ),
         ];
         for (dn, expected) in cases {
             assert_eq!(mapper.apply(dn).ok().as_deref(), Some(expected), "{dn}");
@@ -495,8 +496,14 @@ mod tests {
             ("[RULE:/.*/L]", "RULE:/.*/L"),
             ("[RULE:/, DEFAULT]", "RULE://,DEFAULT"),
             ("[RULE:/, DEFAULT]", "  RULE:// ,  DEFAULT  "),
-            ("[RULE:   /     , DEFAULT]", "  RULE:   /     / ,  DEFAULT  "),
-            ("[RULE:  /     /U, DEFAULT]", "  RULE:  /     /U   ,DEFAULT  "),
+            (
+                "[RULE:   /     , DEFAULT]",
+                "  RULE:   /     / ,  DEFAULT  ",
+            ),
+            (
+                "[RULE:  /     /U, DEFAULT]",
+                "  RULE:  /     /U   ,DEFAULT  ",
+            ),
             (
                 "[RULE:([A-Z]*)/$1/U, RULE:([a-z]+)/$1, DEFAULT]",
                 "  RULE:([A-Z]*)/$1/U   ,RULE:([a-z]+)/$1/,   DEFAULT  ",
@@ -504,11 +511,20 @@ mod tests {
             // empty rules are ignored
             ("[]", ",   , , ,      , , ,   "),
             ("[RULE:/, DEFAULT]", ",,RULE://,,,DEFAULT,,"),
-            ("[RULE: /   , DEFAULT]", ",  , RULE: /   /    ,,,   DEFAULT, ,   "),
-            ("[RULE:   /  /U, DEFAULT]", "     ,  , RULE:   /  /U    ,,  ,DEFAULT, ,"),
+            (
+                "[RULE: /   , DEFAULT]",
+                ",  , RULE: /   /    ,,,   DEFAULT, ,   ",
+            ),
+            (
+                "[RULE:   /  /U, DEFAULT]",
+                "     ,  , RULE:   /  /U    ,,  ,DEFAULT, ,",
+            ),
             // escape sequences
             (r"[RULE:\/\\\(\)\n\t/\/\/]", r"RULE:\/\\\(\)\n\t/\/\//"),
-            (r"[RULE:\**\/+/*/L, RULE:\/*\**/**]", r"RULE:\**\/+/*/L,RULE:\/*\**/**/"),
+            (
+                r"[RULE:\**\/+/*/L, RULE:\/*\**/**]",
+                r"RULE:\**\/+/*/L,RULE:\/*\**/**/",
+            ),
             // rules rule
             (
                 r"[RULE:,RULE:,/,RULE:,\//U, RULE:,/RULE:,, RULE:,RULE:,/L,RULE:,/L, RULE:, DEFAULT, /DEFAULT, DEFAULT]",
@@ -524,7 +540,10 @@ mod tests {
     fn comma_with_whitespace() {
         let mapper = rules(r"RULE:^CN=((\\, *|\w)+)(,.*|$)/$1/,DEFAULT");
         assert_eq!(
-            mapper.apply(r"CN=Tkac\, Adam,OU=ITZ,DC=geodis,DC=cz").ok().as_deref(),
+            mapper
+                .apply(r"CN=Tkac\, Adam,OU=ITZ,DC=geodis,DC=cz")
+                .ok()
+                .as_deref(),
             Some(r"Tkac\, Adam")
         );
     }
@@ -539,7 +558,13 @@ mod tests {
             Err(PrincipalMappingError::NoMatchingRule { .. })
         ));
         assert!(rules("").apply("CN=x").is_err());
-        assert_eq!(PrincipalMappingRules::default().apply("CN=x").ok().as_deref(), Some("CN=x"));
+        assert_eq!(
+            PrincipalMappingRules::default()
+                .apply("CN=x")
+                .ok()
+                .as_deref(),
+            Some("CN=x")
+        );
     }
 
     #[test]
@@ -556,7 +581,10 @@ mod tests {
         let mapper = rules(r"RULE:^CN=(.),OU=(.),O=(.)$/$1@$4|$12|$0|\$3|${x}/");
         let err = mapper.apply("CN=a,OU=b,O=c");
         // ${x} names no group: an error, as Java's IllegalArgumentException.
-        assert!(matches!(err, Err(PrincipalMappingError::BadReplacement { .. })));
+        assert!(matches!(
+            err,
+            Err(PrincipalMappingError::BadReplacement { .. })
+        ));
         let mapper = rules(r"RULE:^CN=(.),OU=(.),O=(?<x>.)$/$1@$4|$12|$0|\$3|${x}/");
         assert_eq!(
             mapper.apply("CN=a,OU=b,O=c").ok().as_deref(),
@@ -565,16 +593,28 @@ mod tests {
         // No groups at all: Kafka leaves $1 alone and Java then fails on it.
         assert!(rules("RULE:.*/$1/").apply("CN=a").is_err());
         // Replacement of every match, including the empty one at the end.
-        assert_eq!(rules("RULE:.*/x/").apply("CN=a").ok().as_deref(), Some("xx"));
+        assert_eq!(
+            rules("RULE:.*/x/").apply("CN=a").ok().as_deref(),
+            Some("xx")
+        );
     }
 
     #[test]
     fn escape_uses_original_positions() {
         // Two out-of-range references: the second backslash lands one unit
         // early because Kafka reuses the original positions.
-        assert_eq!(escape_literal_back_references("$5$6", 1).as_deref(), Ok(r"\$\5$6"));
-        assert_eq!(escape_literal_back_references("ab$5c$6", 1).as_deref(), Ok(r"ab\$5\c$6"));
-        assert_eq!(escape_literal_back_references("$5$$6", 1).as_deref(), Ok(r"\$5\$$6"));
+        assert_eq!(
+            escape_literal_back_references("$5$6", 1).as_deref(),
+            Ok(r"\$\5$6")
+        );
+        assert_eq!(
+            escape_literal_back_references("ab$5c$6", 1).as_deref(),
+            Ok(r"ab\$5\c$6")
+        );
+        assert_eq!(
+            escape_literal_back_references("$5$$6", 1).as_deref(),
+            Ok(r"\$5\$$6")
+        );
     }
 
     #[test]

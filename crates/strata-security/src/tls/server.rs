@@ -81,11 +81,16 @@ impl TlsServer {
             current: RwLock::new(Arc::new(certified)),
         });
 
-        let versions: Vec<&'static rustls::SupportedProtocolVersion> =
-            settings.enabled_protocols().iter().map(|v| v.rustls()).collect();
+        let versions: Vec<&'static rustls::SupportedProtocolVersion> = settings
+            .enabled_protocols()
+            .iter()
+            .map(|v| v.rustls())
+            .collect();
         let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&versions)
-            .map_err(|e| TlsConfigError::Build { reason: e.to_string() })?;
+            .map_err(|e| TlsConfigError::Build {
+                reason: e.to_string(),
+            })?;
 
         // Kafka loads the truststore whatever ssl.client.auth says, so a
         // broken one is an error even when it is not used.
@@ -109,24 +114,29 @@ impl TlsServer {
                     .map(store_origin)
                     .unwrap_or_default();
                 for cert in certs {
-                    roots.add(cert).map_err(|e| TlsConfigError::BadCertificate {
-                        property: super::settings::prop::TRUSTSTORE_LOCATION,
-                        origin: origin.clone(),
-                        reason: e.to_string(),
-                    })?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| TlsConfigError::BadCertificate {
+                            property: super::settings::prop::TRUSTSTORE_LOCATION,
+                            origin: origin.clone(),
+                            reason: e.to_string(),
+                        })?;
                 }
-                let mut verifier =
-                    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider));
+                let mut verifier = WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    Arc::clone(&provider),
+                );
                 if client_auth == ClientAuth::Requested {
                     verifier = verifier.allow_unauthenticated();
                 }
-                let verifier = verifier
-                    .build()
-                    .map_err(|e| TlsConfigError::Build { reason: e.to_string() })?;
+                let verifier = verifier.build().map_err(|e| TlsConfigError::Build {
+                    reason: e.to_string(),
+                })?;
                 builder.with_client_cert_verifier(verifier)
             }
         };
-        let config = builder.with_cert_resolver(Arc::clone(&resolver) as Arc<dyn ResolvesServerCert>);
+        let config =
+            builder.with_cert_resolver(Arc::clone(&resolver) as Arc<dyn ResolvesServerCert>);
         Ok(TlsServer {
             config: Arc::new(config),
             resolver,
@@ -156,7 +166,13 @@ impl TlsServer {
     /// error the current certificate stays.
     pub fn reload(&self, settings: &SslSettings) -> Result<bool, TlsConfigError> {
         let new = certified_key(settings, &self.provider)?;
-        let old = Arc::clone(&self.resolver.current.read().unwrap_or_else(PoisonError::into_inner));
+        let old = Arc::clone(
+            &self
+                .resolver
+                .current
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         if old.cert == new.cert {
             return Ok(false);
         }
@@ -166,10 +182,16 @@ impl TlsServer {
         if !settings.allow_dn_changes() {
             check_same_subject(old_leaf, new_leaf)?;
         }
-        if !settings.allow_san_changes() && subject_alt_names(old_leaf) != subject_alt_names(new_leaf) {
+        if !settings.allow_san_changes()
+            && subject_alt_names(old_leaf) != subject_alt_names(new_leaf)
+        {
             return Err(TlsConfigError::SanChanged);
         }
-        *self.resolver.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(new);
+        *self
+            .resolver
+            .current
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(new);
         Ok(true)
     }
 
@@ -180,8 +202,14 @@ impl TlsServer {
 }
 
 /// Loads the keystore and pairs the key with its chain, checking they match.
-fn certified_key(settings: &SslSettings, provider: &CryptoProvider) -> Result<CertifiedKey, TlsConfigError> {
-    let source = settings.keystore.as_ref().ok_or(TlsConfigError::NoKeystore)?;
+fn certified_key(
+    settings: &SslSettings,
+    provider: &CryptoProvider,
+) -> Result<CertifiedKey, TlsConfigError> {
+    let source = settings
+        .keystore
+        .as_ref()
+        .ok_or(TlsConfigError::NoKeystore)?;
     let KeyMaterial {
         chain,
         key,

@@ -225,7 +225,9 @@ impl SslSettings {
     /// combination Kafka refuses (for example a PEM key together with a
     /// keystore location), a protocol other than TLSv1.2/TLSv1.3, an unknown
     /// cipher suite, or invalid principal mapping rules.
-    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<SslSettings, TlsConfigError> {
+    pub fn from_lookup(
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<SslSettings, TlsConfigError> {
         let get = |name: &str| {
             lookup(name)
                 .map(|v| v.trim().to_owned())
@@ -353,7 +355,10 @@ impl SslSettings {
 type Get<'a> = dyn Fn(&str) -> Option<String> + 'a;
 type GetSecret<'a> = dyn Fn(&str) -> Option<Secret> + 'a;
 
-fn keystore(get: &Get<'_>, secret: &GetSecret<'_>) -> Result<Option<KeystoreSource>, TlsConfigError> {
+fn keystore(
+    get: &Get<'_>,
+    secret: &GetSecret<'_>,
+) -> Result<Option<KeystoreSource>, TlsConfigError> {
     let type_name = get(prop::KEYSTORE_TYPE).unwrap_or_else(|| "JKS".to_owned());
     let store_type = StoreType::parse(prop::KEYSTORE_TYPE, &type_name)?;
     let location = get(prop::KEYSTORE_LOCATION);
@@ -431,7 +436,10 @@ fn keystore(get: &Get<'_>, secret: &GetSecret<'_>) -> Result<Option<KeystoreSour
     }
 }
 
-fn truststore(get: &Get<'_>, secret: &GetSecret<'_>) -> Result<Option<TruststoreSource>, TlsConfigError> {
+fn truststore(
+    get: &Get<'_>,
+    secret: &GetSecret<'_>,
+) -> Result<Option<TruststoreSource>, TlsConfigError> {
     let type_name = get(prop::TRUSTSTORE_TYPE).unwrap_or_else(|| "JKS".to_owned());
     let store_type = StoreType::parse(prop::TRUSTSTORE_TYPE, &type_name)?;
     let location = get(prop::TRUSTSTORE_LOCATION);
@@ -548,17 +556,28 @@ mod tests {
         SslSettings::from_lookup(&|k| map.get(k).cloned())
     }
 
-    const PEM_KEY: (&str, &str) = (prop::KEYSTORE_KEY, "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----");
-    const PEM_CHAIN: (&str, &str) =
-        (prop::KEYSTORE_CERTIFICATE_CHAIN, "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----");
+    const PEM_KEY: (&str, &str) = (
+        prop::KEYSTORE_KEY,
+        "-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----",
+    );
+    const PEM_CHAIN: (&str, &str) = (
+        prop::KEYSTORE_CERTIFICATE_CHAIN,
+        "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----",
+    );
     const PEM_TYPE: (&str, &str) = (prop::KEYSTORE_TYPE, "PEM");
 
     #[test]
     fn defaults() {
         let s = settings(&[]).expect("no settings are valid");
         assert_eq!(s.client_auth(), ClientAuth::None);
-        assert_eq!(s.enabled_protocols(), &[TlsVersion::Tls12, TlsVersion::Tls13]);
-        assert_eq!(s.cipher_suites().len(), aws_lc_rs::DEFAULT_CIPHER_SUITES.len());
+        assert_eq!(
+            s.enabled_protocols(),
+            &[TlsVersion::Tls12, TlsVersion::Tls13]
+        );
+        assert_eq!(
+            s.cipher_suites().len(),
+            aws_lc_rs::DEFAULT_CIPHER_SUITES.len()
+        );
         assert!(!s.has_keystore() && !s.has_truststore());
         assert!(!s.allow_dn_changes() && !s.allow_san_changes());
         assert_eq!(s.principal_mapping_rules().to_string(), "DEFAULT");
@@ -576,70 +595,127 @@ mod tests {
             Some(KeystoreSource::File { store_type: StoreType::Jks, ref path, .. }) if path == &PathBuf::from("/etc/ks.p12")
         ));
         assert!(matches!(
-            settings(&[(prop::KEYSTORE_LOCATION, "/k.p12"), (prop::KEYSTORE_TYPE, "pkcs12")]),
-            Err(TlsConfigError::Missing { property: prop::KEYSTORE_PASSWORD, .. })
+            settings(&[
+                (prop::KEYSTORE_LOCATION, "/k.p12"),
+                (prop::KEYSTORE_TYPE, "pkcs12")
+            ]),
+            Err(TlsConfigError::Missing {
+                property: prop::KEYSTORE_PASSWORD,
+                ..
+            })
         ));
         assert!(matches!(
             settings(&[(prop::KEYSTORE_PASSWORD, "pw")]),
-            Err(TlsConfigError::Missing { property: prop::KEYSTORE_LOCATION, .. })
+            Err(TlsConfigError::Missing {
+                property: prop::KEYSTORE_LOCATION,
+                ..
+            })
         ));
         assert!(settings(&[(prop::KEYSTORE_LOCATION, "/k.pem"), PEM_TYPE]).is_ok());
         assert!(matches!(
-            settings(&[(prop::KEYSTORE_LOCATION, "/k.pem"), PEM_TYPE, (prop::KEYSTORE_PASSWORD, "pw")]),
-            Err(TlsConfigError::Conflict { property: prop::KEYSTORE_PASSWORD, .. })
+            settings(&[
+                (prop::KEYSTORE_LOCATION, "/k.pem"),
+                PEM_TYPE,
+                (prop::KEYSTORE_PASSWORD, "pw")
+            ]),
+            Err(TlsConfigError::Conflict {
+                property: prop::KEYSTORE_PASSWORD,
+                ..
+            })
         ));
     }
 
     #[test]
     fn inline_pem_rules() {
         assert!(matches!(
-            settings(&[PEM_TYPE, PEM_KEY, PEM_CHAIN, (prop::KEY_PASSWORD, "kp")]).map(|s| s.keystore),
-            Ok(Some(KeystoreSource::InlinePem { key_password: Some(_), .. }))
+            settings(&[PEM_TYPE, PEM_KEY, PEM_CHAIN, (prop::KEY_PASSWORD, "kp")])
+                .map(|s| s.keystore),
+            Ok(Some(KeystoreSource::InlinePem {
+                key_password: Some(_),
+                ..
+            }))
         ));
         assert!(matches!(
             settings(&[PEM_KEY, PEM_CHAIN]),
-            Err(TlsConfigError::InvalidValue { property: prop::KEYSTORE_TYPE, .. })
+            Err(TlsConfigError::InvalidValue {
+                property: prop::KEYSTORE_TYPE,
+                ..
+            })
         ));
         assert!(matches!(
             settings(&[PEM_TYPE, PEM_KEY]),
-            Err(TlsConfigError::Missing { property: prop::KEYSTORE_CERTIFICATE_CHAIN, .. })
+            Err(TlsConfigError::Missing {
+                property: prop::KEYSTORE_CERTIFICATE_CHAIN,
+                ..
+            })
         ));
         assert!(matches!(
             settings(&[PEM_TYPE, PEM_CHAIN]),
-            Err(TlsConfigError::Missing { property: prop::KEYSTORE_KEY, .. })
+            Err(TlsConfigError::Missing {
+                property: prop::KEYSTORE_KEY,
+                ..
+            })
         ));
         assert!(matches!(
-            settings(&[PEM_TYPE, PEM_KEY, PEM_CHAIN, (prop::KEYSTORE_LOCATION, "/k")]),
-            Err(TlsConfigError::Conflict { property: prop::KEYSTORE_KEY, .. })
+            settings(&[
+                PEM_TYPE,
+                PEM_KEY,
+                PEM_CHAIN,
+                (prop::KEYSTORE_LOCATION, "/k")
+            ]),
+            Err(TlsConfigError::Conflict {
+                property: prop::KEYSTORE_KEY,
+                ..
+            })
         ));
         assert!(matches!(
             settings(&[PEM_TYPE, PEM_KEY, PEM_CHAIN, (prop::KEYSTORE_PASSWORD, "p")]),
-            Err(TlsConfigError::Conflict { property: prop::KEYSTORE_PASSWORD, .. })
+            Err(TlsConfigError::Conflict {
+                property: prop::KEYSTORE_PASSWORD,
+                ..
+            })
         ));
     }
 
     #[test]
     fn truststore_rules() {
-        let certs = (prop::TRUSTSTORE_CERTIFICATES, "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----");
+        let certs = (
+            prop::TRUSTSTORE_CERTIFICATES,
+            "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----",
+        );
         let pem = (prop::TRUSTSTORE_TYPE, "PEM");
         assert!(settings(&[certs, pem]).is_ok_and(|s| s.has_truststore()));
         assert!(matches!(
             settings(&[certs]),
-            Err(TlsConfigError::InvalidValue { property: prop::TRUSTSTORE_TYPE, .. })
+            Err(TlsConfigError::InvalidValue {
+                property: prop::TRUSTSTORE_TYPE,
+                ..
+            })
         ));
         assert!(matches!(
             settings(&[certs, pem, (prop::TRUSTSTORE_PASSWORD, "x")]),
-            Err(TlsConfigError::Conflict { property: prop::TRUSTSTORE_PASSWORD, .. })
+            Err(TlsConfigError::Conflict {
+                property: prop::TRUSTSTORE_PASSWORD,
+                ..
+            })
         ));
         assert!(matches!(
             settings(&[certs, pem, (prop::TRUSTSTORE_LOCATION, "/t")]),
-            Err(TlsConfigError::Conflict { property: prop::TRUSTSTORE_CERTIFICATES, .. })
+            Err(TlsConfigError::Conflict {
+                property: prop::TRUSTSTORE_CERTIFICATES,
+                ..
+            })
         ));
         // A JKS/PKCS12 truststore password is optional.
-        assert!(settings(&[(prop::TRUSTSTORE_LOCATION, "/t.p12")]).is_ok_and(|s| s.has_truststore()));
+        assert!(
+            settings(&[(prop::TRUSTSTORE_LOCATION, "/t.p12")]).is_ok_and(|s| s.has_truststore())
+        );
         assert!(matches!(
             settings(&[(prop::TRUSTSTORE_PASSWORD, "x")]),
-            Err(TlsConfigError::Missing { property: prop::TRUSTSTORE_LOCATION, .. })
+            Err(TlsConfigError::Missing {
+                property: prop::TRUSTSTORE_LOCATION,
+                ..
+            })
         ));
         assert!(matches!(
             settings(&[(prop::TRUSTSTORE_TYPE, "JCEKS")]),
@@ -654,11 +730,19 @@ mod tests {
             ("requested", ClientAuth::Requested),
             ("REQUIRED", ClientAuth::Required),
         ] {
-            assert_eq!(settings(&[(prop::CLIENT_AUTH, value)]).map(|s| s.client_auth()).ok(), Some(expected));
+            assert_eq!(
+                settings(&[(prop::CLIENT_AUTH, value)])
+                    .map(|s| s.client_auth())
+                    .ok(),
+                Some(expected)
+            );
         }
         assert!(matches!(
             settings(&[(prop::CLIENT_AUTH, "want")]),
-            Err(TlsConfigError::InvalidValue { property: prop::CLIENT_AUTH, .. })
+            Err(TlsConfigError::InvalidValue {
+                property: prop::CLIENT_AUTH,
+                ..
+            })
         ));
     }
 
@@ -680,7 +764,10 @@ mod tests {
         }
         assert!(matches!(
             settings(&[(prop::PROTOCOL, "TLSv1.1")]),
-            Err(TlsConfigError::UnsupportedProtocol { property: prop::PROTOCOL, .. })
+            Err(TlsConfigError::UnsupportedProtocol {
+                property: prop::PROTOCOL,
+                ..
+            })
         ));
     }
 
@@ -692,11 +779,21 @@ mod tests {
         )])
         .expect("known suites");
         let names: Vec<String> = s.cipher_suites().iter().map(|s| iana_name(*s)).collect();
-        assert_eq!(names, ["TLS_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"]);
+        assert_eq!(
+            names,
+            [
+                "TLS_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+            ]
+        );
         // Suites of one version only: the other version is dropped.
         let s = settings(&[(prop::CIPHER_SUITES, "TLS_AES_256_GCM_SHA384")]).expect("1.3 suite");
         assert_eq!(s.enabled_protocols(), &[TlsVersion::Tls13]);
-        for bad in ["TLS_RSA_WITH_AES_128_CBC_SHA", "TLS13_AES_128_GCM_SHA256", "NOPE"] {
+        for bad in [
+            "TLS_RSA_WITH_AES_128_CBC_SHA",
+            "TLS13_AES_128_GCM_SHA256",
+            "NOPE",
+        ] {
             assert!(
                 matches!(
                     settings(&[(prop::CIPHER_SUITES, bad)]),
@@ -717,11 +814,20 @@ mod tests {
     #[test]
     fn rules_and_booleans() {
         let s = settings(&[
-            (prop::PRINCIPAL_MAPPING_RULES, "RULE:^CN=(.*?),.*$/$1/L,DEFAULT"),
+            (
+                prop::PRINCIPAL_MAPPING_RULES,
+                "RULE:^CN=(.*?),.*$/$1/L,DEFAULT",
+            ),
             (prop::ALLOW_DN_CHANGES, "TRUE"),
         ])
         .expect("valid");
-        assert_eq!(s.principal_mapping_rules().apply("CN=Bob,O=x").ok().as_deref(), Some("bob"));
+        assert_eq!(
+            s.principal_mapping_rules()
+                .apply("CN=Bob,O=x")
+                .ok()
+                .as_deref(),
+            Some("bob")
+        );
         assert!(s.allow_dn_changes());
         assert!(matches!(
             settings(&[(prop::PRINCIPAL_MAPPING_RULES, "RULE:x")]),
@@ -729,7 +835,10 @@ mod tests {
         ));
         assert!(matches!(
             settings(&[(prop::ALLOW_SAN_CHANGES, "yes")]),
-            Err(TlsConfigError::InvalidValue { property: prop::ALLOW_SAN_CHANGES, .. })
+            Err(TlsConfigError::InvalidValue {
+                property: prop::ALLOW_SAN_CHANGES,
+                ..
+            })
         ));
     }
 

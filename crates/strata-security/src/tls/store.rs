@@ -17,7 +17,9 @@ use std::fs;
 use std::path::Path;
 
 use p12_keystore::{KeyStore, KeyStoreEntry, Pkcs12ImportPolicy};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs1KeyDer, PrivatePkcs8KeyDer, PrivateSec1KeyDer};
+use rustls::pki_types::{
+    CertificateDer, PrivateKeyDer, PrivatePkcs1KeyDer, PrivatePkcs8KeyDer, PrivateSec1KeyDer,
+};
 
 use super::error::TlsConfigError;
 use super::pem;
@@ -47,7 +49,12 @@ pub(crate) fn load_keystore(source: &KeystoreSource) -> Result<KeyMaterial, TlsC
         } => {
             let origin = prop::KEYSTORE_CERTIFICATE_CHAIN.to_owned();
             let chain = pem_certificates(prop::KEYSTORE_CERTIFICATE_CHAIN, &origin, chain)?;
-            let key = pem_key(prop::KEYSTORE_KEY, prop::KEYSTORE_KEY, key.expose(), key_password.as_ref())?;
+            let key = pem_key(
+                prop::KEYSTORE_KEY,
+                prop::KEYSTORE_KEY,
+                key.expose(),
+                key_password.as_ref(),
+            )?;
             Ok(KeyMaterial {
                 chain,
                 key,
@@ -109,7 +116,9 @@ pub(crate) fn load_keystore(source: &KeystoreSource) -> Result<KeyMaterial, TlsC
 }
 
 /// Reads the trusted certificates `source` describes.
-pub(crate) fn load_truststore(source: &TruststoreSource) -> Result<Vec<CertificateDer<'static>>, TlsConfigError> {
+pub(crate) fn load_truststore(
+    source: &TruststoreSource,
+) -> Result<Vec<CertificateDer<'static>>, TlsConfigError> {
     match source {
         TruststoreSource::InlinePem { certificates } => pem_certificates(
             prop::TRUSTSTORE_CERTIFICATES,
@@ -129,18 +138,29 @@ pub(crate) fn load_truststore(source: &TruststoreSource) -> Result<Vec<Certifica
                 return pem_certificates(property, &origin, text);
             }
             refuse_java_formats(property, path, &data)?;
-            let store = KeyStore::from_pkcs12(&data, password.as_ref().map_or("", Secret::expose), Pkcs12ImportPolicy::Raw)
-                .map_err(|e| match (password, pkcs12_error(property, prop::TRUSTSTORE_PASSWORD, path, e)) {
+            let store = KeyStore::from_pkcs12(
+                &data,
+                password.as_ref().map_or("", Secret::expose),
+                Pkcs12ImportPolicy::Raw,
+            )
+            .map_err(|e| {
+                match (
+                    password,
+                    pkcs12_error(property, prop::TRUSTSTORE_PASSWORD, path, e),
+                ) {
                     (None, TlsConfigError::WrongPassword { .. }) => TlsConfigError::Missing {
                         property: prop::TRUSTSTORE_PASSWORD,
                         reason: "the PKCS12 truststore cannot be read without its password",
                     },
                     (_, other) => other,
-                })?;
+                }
+            })?;
             let certs: Vec<CertificateDer<'static>> = store
                 .entries()
                 .filter_map(|(_, entry)| match entry {
-                    KeyStoreEntry::Certificate(cert) => Some(CertificateDer::from(cert.as_der().to_vec())),
+                    KeyStoreEntry::Certificate(cert) => {
+                        Some(CertificateDer::from(cert.as_der().to_vec()))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -160,7 +180,11 @@ fn read(property: &'static str, path: &Path) -> Result<Vec<u8>, TlsConfigError> 
     })
 }
 
-fn refuse_java_formats(property: &'static str, path: &Path, data: &[u8]) -> Result<(), TlsConfigError> {
+fn refuse_java_formats(
+    property: &'static str,
+    path: &Path,
+    data: &[u8],
+) -> Result<(), TlsConfigError> {
     if data.starts_with(&JKS_MAGIC) || data.starts_with(&JCEKS_MAGIC) {
         return Err(TlsConfigError::JksNotSupported {
             property,
@@ -191,7 +215,11 @@ fn pkcs12_error(
     }
 }
 
-fn pem_text<'a>(property: &'static str, origin: &str, data: &'a [u8]) -> Result<&'a str, TlsConfigError> {
+fn pem_text<'a>(
+    property: &'static str,
+    origin: &str,
+    data: &'a [u8],
+) -> Result<&'a str, TlsConfigError> {
     std::str::from_utf8(data).map_err(|_| TlsConfigError::Pem {
         property,
         origin: origin.to_owned(),
@@ -199,7 +227,11 @@ fn pem_text<'a>(property: &'static str, origin: &str, data: &'a [u8]) -> Result<
     })
 }
 
-fn pem_blocks(property: &'static str, origin: &str, text: &str) -> Result<Vec<pem::Block>, TlsConfigError> {
+fn pem_blocks(
+    property: &'static str,
+    origin: &str,
+    text: &str,
+) -> Result<Vec<pem::Block>, TlsConfigError> {
     pem::parse(text).map_err(|e| TlsConfigError::Pem {
         property,
         origin: origin.to_owned(),
@@ -274,8 +306,12 @@ fn pem_key(
             };
             let info = pkcs8::EncryptedPrivateKeyInfoRef::try_from(block.der.as_slice())
                 .map_err(|_| decrypt_error())?;
-            let plain = info.decrypt(password.expose()).map_err(|_| decrypt_error())?;
-            Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(plain.as_bytes().to_vec())))
+            let plain = info
+                .decrypt(password.expose())
+                .map_err(|_| decrypt_error())?;
+            Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+                plain.as_bytes().to_vec(),
+            )))
         }
         _ => Err(TlsConfigError::Pem {
             property,

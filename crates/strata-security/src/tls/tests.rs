@@ -29,7 +29,8 @@ fn run(dir: &Path, program: &str, args: &[&str]) {
     );
 }
 
-const SERVER_EXT: &str = "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n";
+const SERVER_EXT: &str =
+    "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n";
 const CLIENT_EXT: &str = "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n";
 const STORE_PASSWORD: &str = "s3cret-store-pw";
 
@@ -47,7 +48,12 @@ impl Pki {
         pki.ca("ca");
         pki.ca("evil-ca");
         pki.leaf("server", "/CN=localhost", "ca", "server.ext");
-        pki.leaf("client", "/C=US/O=Acme, Inc./OU=eng/CN=alice", "ca", "client.ext");
+        pki.leaf(
+            "client",
+            "/C=US/O=Acme, Inc./OU=eng/CN=alice",
+            "ca",
+            "client.ext",
+        );
         pki.leaf("intruder", "/CN=mallory", "evil-ca", "client.ext");
         pki
     }
@@ -65,11 +71,25 @@ impl Pki {
             self.dir.path(),
             "openssl",
             &[
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                "-keyout", &format!("{name}.key"), "-out", &format!("{name}.pem"), "-days", "2",
-                "-subj", &format!("/CN={name}"),
-                "-addext", "basicConstraints=critical,CA:TRUE",
-                "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.pem"),
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN={name}"),
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
             ],
         );
     }
@@ -80,10 +100,25 @@ impl Pki {
     }
 
     fn leaf_with(&self, name: &str, subject: &str, ca: &str, ext: &str, req_args: &[&str]) {
-        let (key, csr, cert) = (format!("{name}.key"), format!("{name}.csr"), format!("{name}.pem"));
+        let (key, csr, cert) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.pem"),
+        );
         let mut args = vec![
-            "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", &key, "-out", &csr, "-subj", subject,
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+            "-subj",
+            subject,
         ];
         args.extend_from_slice(req_args);
         run(self.dir.path(), "openssl", &args);
@@ -95,8 +130,21 @@ impl Pki {
             self.dir.path(),
             "openssl",
             &[
-                "x509", "-req", "-in", csr, "-CA", &format!("{ca}.pem"), "-CAkey", &format!("{ca}.key"),
-                "-CAcreateserial", "-days", "2", "-out", cert, "-extfile", ext,
+                "x509",
+                "-req",
+                "-in",
+                csr,
+                "-CA",
+                &format!("{ca}.pem"),
+                "-CAkey",
+                &format!("{ca}.key"),
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                cert,
+                "-extfile",
+                ext,
             ],
         );
     }
@@ -126,7 +174,10 @@ fn settings(pairs: &[(&str, &str)]) -> SslSettings {
 }
 
 fn try_settings(pairs: &[(&str, &str)]) -> Result<SslSettings, TlsConfigError> {
-    let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     SslSettings::from_lookup(&|k| map.get(k).cloned())
 }
 
@@ -143,7 +194,11 @@ fn as_pairs<'a>(owned: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a s
 }
 
 /// A client trusting `ca.pem`, optionally presenting `client` (`<client>.pem` and `.key`).
-fn client(pki: &Pki, client: Option<&str>, versions: &[&'static rustls::SupportedProtocolVersion]) -> Arc<ClientConfig> {
+fn client(
+    pki: &Pki,
+    client: Option<&str>,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Arc<ClientConfig> {
     let mut roots = RootCertStore::empty();
     for cert in pki.certs("ca.pem") {
         roots.add(cert).expect("CA is a valid trust anchor");
@@ -155,7 +210,10 @@ fn client(pki: &Pki, client: Option<&str>, versions: &[&'static rustls::Supporte
     let config = match client {
         None => builder.with_no_client_auth(),
         Some(name) => builder
-            .with_client_auth_cert(pki.certs(&format!("{name}.pem")), pki.key(&format!("{name}.key")))
+            .with_client_auth_cert(
+                pki.certs(&format!("{name}.pem")),
+                pki.key(&format!("{name}.key")),
+            )
             .expect("client cert"),
     };
     Arc::new(config)
@@ -201,7 +259,10 @@ fn handshake(
 
 /// The server certificate a client saw.
 fn seen_cert(c: &ClientConnection) -> Vec<u8> {
-    c.peer_certificates().and_then(|p| p.first()).expect("server certificate").to_vec()
+    c.peer_certificates()
+        .and_then(|p| p.first())
+        .expect("server certificate")
+        .to_vec()
 }
 
 #[test]
@@ -210,17 +271,118 @@ fn inline_pem_keystore() {
     let server = TlsServer::new(&settings(&as_pairs(&inline_pem(&pki)))).expect("server");
     let (_, c) = handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
     assert_eq!(seen_cert(&c), pki.certs("server.pem")[0].to_vec());
-    assert_eq!(c.peer_certificates().map(<[_]>::len), Some(2), "chain with the CA");
+    assert_eq!(
+        c.peer_certificates().map(<[_]>::len),
+        Some(2),
+        "chain with the CA"
+    );
     assert_eq!(server.client_auth(), ClientAuth::None);
+    // Neither the settings nor the server print the key.
+    let key_line = pki
+        .text("server.key")
+        .lines()
+        .nth(1)
+        .expect("key body")
+        .to_owned();
+    let settings_debug = format!("{:?}", settings(&as_pairs(&inline_pem(&pki))));
+    assert!(!settings_debug.contains(&key_line), "{settings_debug}");
+    assert!(!format!("{server:?}").contains(&key_line));
+}
+
+#[test]
+fn truststore_files() {
+    let pki = Pki::new();
+    let dir = pki.dir.path();
+    // PEM file truststore.
+    let mut pairs = inline_pem(&pki);
+    pairs.push((prop::TRUSTSTORE_TYPE, "PEM".to_owned()));
+    pairs.push((
+        prop::TRUSTSTORE_LOCATION,
+        pki.path("ca.pem").display().to_string(),
+    ));
+    pairs.push((prop::CLIENT_AUTH, "required".to_owned()));
+    let server = TlsServer::new(&settings(&as_pairs(&pairs))).expect("PEM truststore file");
+    handshake(server.server_config(), default_client(&pki, Some("client")))
+        .expect("trusted client");
+
+    // PKCS12 truststore from openssl, with and without its password.
+    let passout = format!("pass:{STORE_PASSWORD}");
+    run(
+        dir,
+        "openssl",
+        &[
+            "pkcs12", "-export", "-nokeys", "-in", "ca.pem", "-out", "ts.p12", "-passout", &passout,
+        ],
+    );
+    let mut pairs = inline_pem(&pki);
+    pairs.push((
+        prop::TRUSTSTORE_LOCATION,
+        pki.path("ts.p12").display().to_string(),
+    ));
+    pairs.push((prop::CLIENT_AUTH, "required".to_owned()));
+    let err = TlsServer::new(&settings(&as_pairs(&pairs))).expect_err("no truststore password");
+    assert!(
+        matches!(
+            err,
+            TlsConfigError::Missing {
+                property: prop::TRUSTSTORE_PASSWORD,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    pairs.push((prop::TRUSTSTORE_PASSWORD, STORE_PASSWORD.to_owned()));
+    let server = TlsServer::new(&settings(&as_pairs(&pairs))).expect("PKCS12 truststore");
+    handshake(server.server_config(), default_client(&pki, Some("client")))
+        .expect("trusted client");
+    handshake(
+        server.server_config(),
+        default_client(&pki, Some("intruder")),
+    )
+    .expect_err("untrusted");
+}
+
+/// Certificate and DN parsing sees bytes from the network: garbage and
+/// truncations of a real certificate must be errors, never panics.
+#[test]
+fn principal_of_garbage_is_an_error() {
+    use rand::{Rng, SeedableRng};
+    let pki = Pki::new();
+    let der = pki.certs("client.pem").remove(0).to_vec();
+    let rules = PrincipalMappingRules::default();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    for len in 0..der.len() {
+        assert!(
+            principal_name(Some(&der[..len]), &rules).is_err(),
+            "truncated at {len}"
+        );
+    }
+    for _ in 0..2000 {
+        let mut mutated = der.clone();
+        for _ in 0..rng.gen_range(1..8) {
+            let i = rng.gen_range(0..mutated.len());
+            mutated[i] = rng.gen();
+        }
+        let _ = principal_name(Some(&mutated), &rules);
+        let name: Vec<u8> = (0..rng.gen_range(0..64)).map(|_| rng.gen()).collect();
+        let _ = super::dn::rfc2253(&name);
+    }
 }
 
 #[test]
 fn pem_file_keystore_and_encrypted_key() {
     let pki = Pki::new();
-    std::fs::write(pki.path("ks.pem"), pki.text("server.key") + &pki.server_chain()).expect("write");
+    std::fs::write(
+        pki.path("ks.pem"),
+        pki.text("server.key") + &pki.server_chain(),
+    )
+    .expect("write");
     let location = pki.path("ks.pem").display().to_string();
-    let server =
-        TlsServer::new(&settings(&[(prop::KEYSTORE_TYPE, "PEM"), (prop::KEYSTORE_LOCATION, &location)])).expect("server");
+    let server = TlsServer::new(&settings(&[
+        (prop::KEYSTORE_TYPE, "PEM"),
+        (prop::KEYSTORE_LOCATION, &location),
+    ]))
+    .expect("server");
     let (_, c) = handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
     assert_eq!(seen_cert(&c), pki.certs("server.pem")[0].to_vec());
 
@@ -228,7 +390,18 @@ fn pem_file_keystore_and_encrypted_key() {
     run(
         pki.dir.path(),
         "openssl",
-        &["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", "server.key", "-out", "server.enc.key", "-passout", "pass:kpw-123"],
+        &[
+            "pkcs8",
+            "-topk8",
+            "-v2",
+            "aes-256-cbc",
+            "-in",
+            "server.key",
+            "-out",
+            "server.enc.key",
+            "-passout",
+            "pass:kpw-123",
+        ],
     );
     let mut pairs = inline_pem(&pki);
     pairs[2].1 = pki.text("server.enc.key");
@@ -239,7 +412,10 @@ fn pem_file_keystore_and_encrypted_key() {
 
     pairs.pop();
     let err = TlsServer::new(&settings(&as_pairs(&pairs))).expect_err("no password");
-    assert!(matches!(err, TlsConfigError::EncryptedKeyWithoutPassword { .. }), "{err}");
+    assert!(
+        matches!(err, TlsConfigError::EncryptedKeyWithoutPassword { .. }),
+        "{err}"
+    );
     pairs.push((prop::KEY_PASSWORD, "wrong-pw".to_owned()));
     let err = TlsServer::new(&settings(&as_pairs(&pairs))).expect_err("wrong password");
     assert!(matches!(err, TlsConfigError::KeyDecrypt { .. }), "{err}");
@@ -251,33 +427,130 @@ fn pkcs12_from_keytool() {
     let pki = Pki::new();
     let dir = pki.dir.path();
     let pw = STORE_PASSWORD;
-    run(dir, "keytool", &[
-        "-genkeypair", "-alias", "broker", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=localhost",
-        "-storetype", "PKCS12", "-keystore", "kt.p12", "-storepass", pw, "-keypass", pw, "-validity", "2",
-    ]);
-    run(dir, "keytool", &["-certreq", "-alias", "broker", "-keystore", "kt.p12", "-storepass", pw, "-file", "kt.csr"]);
+    run(
+        dir,
+        "keytool",
+        &[
+            "-genkeypair",
+            "-alias",
+            "broker",
+            "-keyalg",
+            "EC",
+            "-groupname",
+            "secp256r1",
+            "-dname",
+            "CN=localhost",
+            "-storetype",
+            "PKCS12",
+            "-keystore",
+            "kt.p12",
+            "-storepass",
+            pw,
+            "-keypass",
+            pw,
+            "-validity",
+            "2",
+        ],
+    );
+    run(
+        dir,
+        "keytool",
+        &[
+            "-certreq",
+            "-alias",
+            "broker",
+            "-keystore",
+            "kt.p12",
+            "-storepass",
+            pw,
+            "-file",
+            "kt.csr",
+        ],
+    );
     pki.sign("kt.csr", "kt.pem", "ca", "server.ext");
-    run(dir, "keytool", &["-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore", "kt.p12", "-storepass", pw]);
-    run(dir, "keytool", &["-importcert", "-alias", "broker", "-file", "kt.pem", "-keystore", "kt.p12", "-storepass", pw]);
+    run(
+        dir,
+        "keytool",
+        &[
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "ca",
+            "-file",
+            "ca.pem",
+            "-keystore",
+            "kt.p12",
+            "-storepass",
+            pw,
+        ],
+    );
+    run(
+        dir,
+        "keytool",
+        &[
+            "-importcert",
+            "-alias",
+            "broker",
+            "-file",
+            "kt.pem",
+            "-keystore",
+            "kt.p12",
+            "-storepass",
+            pw,
+        ],
+    );
 
     let location = pki.path("kt.p12").display().to_string();
     // Type JKS (Kafka's default) with a PKCS12 file is read, as Java 9+ does.
     for store_type in ["PKCS12", "JKS"] {
-        let s = settings(&[(prop::KEYSTORE_TYPE, store_type), (prop::KEYSTORE_LOCATION, &location), (prop::KEYSTORE_PASSWORD, pw)]);
+        let s = settings(&[
+            (prop::KEYSTORE_TYPE, store_type),
+            (prop::KEYSTORE_LOCATION, &location),
+            (prop::KEYSTORE_PASSWORD, pw),
+        ]);
         let server = TlsServer::new(&s).expect("keytool PKCS12");
-        let (_, c) = handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
+        let (_, c) =
+            handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
         assert_eq!(seen_cert(&c), pki.certs("kt.pem")[0].to_vec());
     }
 
-    let s = settings(&[(prop::KEYSTORE_TYPE, "PKCS12"), (prop::KEYSTORE_LOCATION, &location), (prop::KEYSTORE_PASSWORD, "not-it")]);
+    let s = settings(&[
+        (prop::KEYSTORE_TYPE, "PKCS12"),
+        (prop::KEYSTORE_LOCATION, &location),
+        (prop::KEYSTORE_PASSWORD, "not-it"),
+    ]);
     let err = TlsServer::new(&s).expect_err("wrong password");
-    assert!(matches!(err, TlsConfigError::WrongPassword { property: prop::KEYSTORE_PASSWORD, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            TlsConfigError::WrongPassword {
+                property: prop::KEYSTORE_PASSWORD,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(!err.to_string().contains("not-it"));
 
     // A keytool truststore verifies client certificates.
-    run(dir, "keytool", &[
-        "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-storetype", "PKCS12", "-keystore", "ts.p12", "-storepass", pw,
-    ]);
+    run(
+        dir,
+        "keytool",
+        &[
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "ca",
+            "-file",
+            "ca.pem",
+            "-storetype",
+            "PKCS12",
+            "-keystore",
+            "ts.p12",
+            "-storepass",
+            pw,
+        ],
+    );
     let ts = pki.path("ts.p12").display().to_string();
     let s = settings(&[
         (prop::KEYSTORE_LOCATION, &location),
@@ -287,21 +560,47 @@ fn pkcs12_from_keytool() {
         (prop::CLIENT_AUTH, "required"),
     ]);
     let server = TlsServer::new(&s).expect("keytool truststore");
-    handshake(server.server_config(), default_client(&pki, Some("client"))).expect("trusted client");
+    handshake(server.server_config(), default_client(&pki, Some("client")))
+        .expect("trusted client");
     handshake(server.server_config(), default_client(&pki, None)).expect_err("no client cert");
 }
 
 #[test]
 fn real_jks_is_refused_with_conversion_hint() {
     let pki = Pki::new();
-    run(pki.dir.path(), "keytool", &[
-        "-genkeypair", "-alias", "broker", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=localhost",
-        "-storetype", "JKS", "-keystore", "old.jks", "-storepass", STORE_PASSWORD, "-keypass", STORE_PASSWORD,
-    ]);
+    run(
+        pki.dir.path(),
+        "keytool",
+        &[
+            "-genkeypair",
+            "-alias",
+            "broker",
+            "-keyalg",
+            "EC",
+            "-groupname",
+            "secp256r1",
+            "-dname",
+            "CN=localhost",
+            "-storetype",
+            "JKS",
+            "-keystore",
+            "old.jks",
+            "-storepass",
+            STORE_PASSWORD,
+            "-keypass",
+            STORE_PASSWORD,
+        ],
+    );
     let location = pki.path("old.jks").display().to_string();
-    let s = settings(&[(prop::KEYSTORE_LOCATION, &location), (prop::KEYSTORE_PASSWORD, STORE_PASSWORD)]);
+    let s = settings(&[
+        (prop::KEYSTORE_LOCATION, &location),
+        (prop::KEYSTORE_PASSWORD, STORE_PASSWORD),
+    ]);
     let err = TlsServer::new(&s).expect_err("JKS");
-    assert!(matches!(err, TlsConfigError::JksNotSupported { .. }), "{err}");
+    assert!(
+        matches!(err, TlsConfigError::JksNotSupported { .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("-deststoretype PKCS12"), "{err}");
 }
 
@@ -311,20 +610,47 @@ fn pkcs12_from_openssl_modern_and_legacy() {
     let variants: [(&str, &[&str]); 3] = [
         ("modern.p12", &[]),
         ("legacy.p12", &["-legacy"]),
-        ("3des.p12", &["-keypbe", "PBE-SHA1-3DES", "-certpbe", "PBE-SHA1-3DES", "-macalg", "sha1"]),
+        (
+            "3des.p12",
+            &[
+                "-keypbe",
+                "PBE-SHA1-3DES",
+                "-certpbe",
+                "PBE-SHA1-3DES",
+                "-macalg",
+                "sha1",
+            ],
+        ),
     ];
     for (file, extra) in variants {
         let passout = format!("pass:{STORE_PASSWORD}");
         let mut args = vec![
-            "pkcs12", "-export", "-in", "server.pem", "-inkey", "server.key", "-certfile", "ca.pem",
-            "-name", "broker", "-out", file, "-passout", &passout,
+            "pkcs12",
+            "-export",
+            "-in",
+            "server.pem",
+            "-inkey",
+            "server.key",
+            "-certfile",
+            "ca.pem",
+            "-name",
+            "broker",
+            "-out",
+            file,
+            "-passout",
+            &passout,
         ];
         args.extend_from_slice(extra);
         run(pki.dir.path(), "openssl", &args);
         let location = pki.path(file).display().to_string();
-        let s = settings(&[(prop::KEYSTORE_TYPE, "PKCS12"), (prop::KEYSTORE_LOCATION, &location), (prop::KEYSTORE_PASSWORD, STORE_PASSWORD)]);
+        let s = settings(&[
+            (prop::KEYSTORE_TYPE, "PKCS12"),
+            (prop::KEYSTORE_LOCATION, &location),
+            (prop::KEYSTORE_PASSWORD, STORE_PASSWORD),
+        ]);
         let server = TlsServer::new(&s).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let (_, c) = handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
+        let (_, c) =
+            handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
         assert_eq!(seen_cert(&c), pki.certs("server.pem")[0].to_vec(), "{file}");
     }
 }
@@ -345,19 +671,36 @@ fn client_auth_required() {
     let server = client_auth_server(&pki, "required", rules);
     assert_eq!(server.client_auth(), ClientAuth::Required);
 
-    let err = handshake(server.server_config(), default_client(&pki, None)).expect_err("no client cert");
-    assert!(matches!(err, rustls::Error::NoCertificatesPresented), "{err}");
+    let err =
+        handshake(server.server_config(), default_client(&pki, None)).expect_err("no client cert");
+    assert!(
+        matches!(err, rustls::Error::NoCertificatesPresented),
+        "{err}"
+    );
 
-    let (s, _) = handshake(server.server_config(), default_client(&pki, Some("client"))).expect("trusted client");
-    let peer = s.peer_certificates().and_then(|p| p.first()).map(|c| c.to_vec());
+    let (s, _) = handshake(server.server_config(), default_client(&pki, Some("client")))
+        .expect("trusted client");
+    let peer = s
+        .peer_certificates()
+        .and_then(|p| p.first())
+        .map(|c| c.to_vec());
     let parsed = PrincipalMappingRules::parse(rules).expect("rules");
-    assert_eq!(principal_name(peer.as_deref(), &parsed).ok().as_deref(), Some("ALICE@ENG"));
     assert_eq!(
-        principal_name(peer.as_deref(), &PrincipalMappingRules::default()).ok().as_deref(),
+        principal_name(peer.as_deref(), &parsed).ok().as_deref(),
+        Some("ALICE@ENG")
+    );
+    assert_eq!(
+        principal_name(peer.as_deref(), &PrincipalMappingRules::default())
+            .ok()
+            .as_deref(),
         Some("CN=alice,OU=eng,O=Acme\\, Inc.,C=US")
     );
 
-    let err = handshake(server.server_config(), default_client(&pki, Some("intruder"))).expect_err("untrusted client");
+    let err = handshake(
+        server.server_config(),
+        default_client(&pki, Some("intruder")),
+    )
+    .expect_err("untrusted client");
     assert!(matches!(err, rustls::Error::InvalidCertificate(_)), "{err}");
 }
 
@@ -365,13 +708,27 @@ fn client_auth_required() {
 fn client_auth_requested() {
     let pki = Pki::new();
     let server = client_auth_server(&pki, "requested", "DEFAULT");
-    let (s, _) = handshake(server.server_config(), default_client(&pki, None)).expect("no cert is fine");
-    let peer = s.peer_certificates().and_then(|p| p.first()).map(|c| c.to_vec());
-    assert_eq!(principal_name(peer.as_deref(), &PrincipalMappingRules::default()).ok().as_deref(), Some(ANONYMOUS));
-    let (s, _) = handshake(server.server_config(), default_client(&pki, Some("client"))).expect("trusted cert");
+    let (s, _) =
+        handshake(server.server_config(), default_client(&pki, None)).expect("no cert is fine");
+    let peer = s
+        .peer_certificates()
+        .and_then(|p| p.first())
+        .map(|c| c.to_vec());
+    assert_eq!(
+        principal_name(peer.as_deref(), &PrincipalMappingRules::default())
+            .ok()
+            .as_deref(),
+        Some(ANONYMOUS)
+    );
+    let (s, _) = handshake(server.server_config(), default_client(&pki, Some("client")))
+        .expect("trusted cert");
     assert!(s.peer_certificates().is_some());
     // Offered certificates are still verified.
-    handshake(server.server_config(), default_client(&pki, Some("intruder"))).expect_err("untrusted client");
+    handshake(
+        server.server_config(),
+        default_client(&pki, Some("intruder")),
+    )
+    .expect_err("untrusted client");
 }
 
 #[test]
@@ -380,7 +737,15 @@ fn client_auth_needs_truststore() {
     let mut pairs = inline_pem(&pki);
     pairs.push((prop::CLIENT_AUTH, "required".to_owned()));
     let err = TlsServer::new(&settings(&as_pairs(&pairs))).expect_err("no truststore");
-    assert!(matches!(err, TlsConfigError::ClientAuthWithoutTruststore { client_auth: "required" }), "{err}");
+    assert!(
+        matches!(
+            err,
+            TlsConfigError::ClientAuthWithoutTruststore {
+                client_auth: "required"
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -389,15 +754,27 @@ fn tls13_only_refuses_tls12_client() {
     let mut pairs = inline_pem(&pki);
     pairs.push((prop::ENABLED_PROTOCOLS, "TLSv1.3".to_owned()));
     let server = TlsServer::new(&settings(&as_pairs(&pairs))).expect("server");
-    handshake(server.server_config(), client(&pki, None, &[&rustls::version::TLS12])).expect_err("TLS 1.2 client");
-    let (s, _) = handshake(server.server_config(), client(&pki, None, &[&rustls::version::TLS13])).expect("TLS 1.3 client");
+    handshake(
+        server.server_config(),
+        client(&pki, None, &[&rustls::version::TLS12]),
+    )
+    .expect_err("TLS 1.2 client");
+    let (s, _) = handshake(
+        server.server_config(),
+        client(&pki, None, &[&rustls::version::TLS13]),
+    )
+    .expect("TLS 1.3 client");
     assert_eq!(s.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_3));
 
     // And a named TLS 1.2 suite is the one negotiated.
     let mut pairs = inline_pem(&pki);
-    pairs.push((prop::CIPHER_SUITES, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256".to_owned()));
+    pairs.push((
+        prop::CIPHER_SUITES,
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256".to_owned(),
+    ));
     let server = TlsServer::new(&settings(&as_pairs(&pairs))).expect("server");
-    let (s, _) = handshake(server.server_config(), default_client(&pki, None)).expect("TLS 1.2 suite");
+    let (s, _) =
+        handshake(server.server_config(), default_client(&pki, None)).expect("TLS 1.2 suite");
     assert_eq!(s.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_2));
     assert_eq!(
         s.negotiated_cipher_suite().map(|x| x.suite()),
@@ -416,17 +793,22 @@ fn reload_swaps_certificate_for_new_handshakes() {
         let pem = pki.text(&format!("{name}.key")) + &pki.text(&format!("{name}.pem"));
         std::fs::write(&file, pem).expect("write keystore");
     };
-    let s = settings(&[(prop::KEYSTORE_TYPE, "PEM"), (prop::KEYSTORE_LOCATION, &location)]);
+    let s = settings(&[
+        (prop::KEYSTORE_TYPE, "PEM"),
+        (prop::KEYSTORE_LOCATION, &location),
+    ]);
     write("server");
     let server = TlsServer::new(&s).expect("server");
-    let (_, before) = handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
+    let (_, before) =
+        handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
     assert_eq!(seen_cert(&before), pki.certs("server.pem")[0].to_vec());
 
     assert!(!server.reload(&s).expect("same file"), "nothing changed");
 
     write("server2");
     assert!(server.reload(&s).expect("rotated file"));
-    let (_, after) = handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
+    let (_, after) =
+        handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
     assert_eq!(seen_cert(&after), pki.certs("server2.pem")[0].to_vec());
     // The connection made before keeps the certificate it was made with.
     assert_eq!(seen_cert(&before), pki.certs("server.pem")[0].to_vec());
@@ -437,7 +819,10 @@ fn reload_swaps_certificate_for_new_handshakes() {
     assert!(matches!(err, TlsConfigError::KeyMismatch { .. }), "{err}");
     std::fs::remove_file(&file).expect("remove");
     let err = server.reload(&s).expect_err("missing file");
-    assert!(matches!(err, TlsConfigError::ReadFile { ref path, .. } if *path == file), "{err}");
+    assert!(
+        matches!(err, TlsConfigError::ReadFile { ref path, .. } if *path == file),
+        "{err}"
+    );
     let (_, c) = handshake(server.server_config(), default_client(&pki, None)).expect("handshake");
     assert_eq!(seen_cert(&c), pki.certs("server2.pem")[0].to_vec());
 
@@ -463,19 +848,28 @@ fn reload_refuses_san_change() {
     let mut pairs = inline_pem(&pki);
     pairs[1].1 = pki.text("renamed.pem");
     pairs[2].1 = pki.text("renamed.key");
-    let err = server.reload(&settings(&as_pairs(&pairs))).expect_err("SAN changed");
+    let err = server
+        .reload(&settings(&as_pairs(&pairs)))
+        .expect_err("SAN changed");
     assert!(matches!(err, TlsConfigError::SanChanged), "{err}");
     pairs.push((prop::ALLOW_SAN_CHANGES, "true".to_owned()));
-    assert!(server.reload(&settings(&as_pairs(&pairs))).expect("allowed"));
+    assert!(server
+        .reload(&settings(&as_pairs(&pairs)))
+        .expect("allowed"));
 }
 
 #[test]
 fn keystore_errors_name_the_problem() {
     let pki = Pki::new();
     let missing = pki.path("nope.p12");
-    let s = settings(&[(prop::KEYSTORE_LOCATION, &missing.display().to_string()), (prop::KEYSTORE_PASSWORD, "pw")]);
+    let s = settings(&[
+        (prop::KEYSTORE_LOCATION, &missing.display().to_string()),
+        (prop::KEYSTORE_PASSWORD, "pw"),
+    ]);
     let err = TlsServer::new(&s).expect_err("missing file");
-    assert!(matches!(err, TlsConfigError::ReadFile { property: prop::KEYSTORE_LOCATION, ref path, .. } if *path == missing));
+    assert!(
+        matches!(err, TlsConfigError::ReadFile { property: prop::KEYSTORE_LOCATION, ref path, .. } if *path == missing)
+    );
     assert!(err.to_string().contains("nope.p12"), "{err}");
 
     let mut pairs = inline_pem(&pki);
@@ -497,12 +891,27 @@ fn keystore_errors_name_the_problem() {
     assert!(matches!(err, TlsConfigError::NoKeystore));
 
     // A PKCS12 keystore holding only a certificate.
-    run(pki.dir.path(), "openssl", &[
-        "pkcs12", "-export", "-nokeys", "-in", "ca.pem", "-out", "certonly.p12", "-passout", &format!("pass:{STORE_PASSWORD}"),
-    ]);
+    run(
+        pki.dir.path(),
+        "openssl",
+        &[
+            "pkcs12",
+            "-export",
+            "-nokeys",
+            "-in",
+            "ca.pem",
+            "-out",
+            "certonly.p12",
+            "-passout",
+            &format!("pass:{STORE_PASSWORD}"),
+        ],
+    );
     let s = settings(&[
         (prop::KEYSTORE_TYPE, "PKCS12"),
-        (prop::KEYSTORE_LOCATION, &pki.path("certonly.p12").display().to_string()),
+        (
+            prop::KEYSTORE_LOCATION,
+            &pki.path("certonly.p12").display().to_string(),
+        ),
         (prop::KEYSTORE_PASSWORD, STORE_PASSWORD),
     ]);
     let err = TlsServer::new(&s).expect_err("no key");
@@ -535,7 +944,9 @@ fn subject_dn_vectors_from_real_certificates() {
         pki.leaf_with(&name, subject, "ca", "client.ext", extra);
         let der = pki.certs(&format!("{name}.pem")).remove(0);
         assert_eq!(
-            principal_name(Some(&der), &PrincipalMappingRules::default()).ok().as_deref(),
+            principal_name(Some(&der), &PrincipalMappingRules::default())
+                .ok()
+                .as_deref(),
             Some(*expected),
             "{subject}"
         );
