@@ -31,7 +31,7 @@ use rustls::{InconsistentKeys, RootCertStore, ServerConfig};
 use super::der;
 use super::error::TlsConfigError;
 use super::principal::subject_dn;
-use super::settings::{ClientAuth, SslSettings};
+use super::settings::{prop, ClientAuth, SslSettings, TruststoreSource};
 use super::store::{self, KeyMaterial};
 
 /// OID of the subjectAltName extension.
@@ -108,16 +108,16 @@ impl TlsServer {
             }
             (ClientAuth::Requested | ClientAuth::Required, Some(certs)) => {
                 let mut roots = RootCertStore::empty();
-                let origin = settings
+                let (property, origin) = settings
                     .truststore
                     .as_ref()
-                    .map(store_origin)
+                    .map(truststore_origin)
                     .unwrap_or_default();
                 for cert in certs {
                     roots
                         .add(cert)
                         .map_err(|e| TlsConfigError::BadCertificate {
-                            property: super::settings::prop::TRUSTSTORE_LOCATION,
+                            property,
                             origin: origin.clone(),
                             reason: e.to_string(),
                         })?;
@@ -236,12 +236,16 @@ fn certified_key(
     })
 }
 
-fn store_origin(source: &super::settings::TruststoreSource) -> String {
+/// The property and the path or property name a truststore comes from.
+fn truststore_origin(source: &TruststoreSource) -> (&'static str, String) {
     match source {
-        super::settings::TruststoreSource::File { path, .. } => path.display().to_string(),
-        super::settings::TruststoreSource::InlinePem { .. } => {
-            super::settings::prop::TRUSTSTORE_CERTIFICATES.to_owned()
+        TruststoreSource::File { path, .. } => {
+            (prop::TRUSTSTORE_LOCATION, path.display().to_string())
         }
+        TruststoreSource::InlinePem { .. } => (
+            prop::TRUSTSTORE_CERTIFICATES,
+            prop::TRUSTSTORE_CERTIFICATES.to_owned(),
+        ),
     }
 }
 

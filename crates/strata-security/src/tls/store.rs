@@ -10,8 +10,14 @@
 //!   `keytool` command that converts it.
 //! - PEM keys are PKCS#8, encrypted PKCS#8 (PBES2, with `ssl.key.password`),
 //!   and, beyond Kafka, PKCS#1 RSA and SEC1 EC keys.
-//! - A truststore holds trusted certificates; PKCS12 truststores may be
-//!   opened without a password when their contents are not encrypted.
+//! - A truststore holds trusted certificates: every certificate of a PKCS12
+//!   truststore (keytool's trusted entries and openssl's plain certificate
+//!   bags alike). Kafka lets a PKCS12 truststore go without a password (no
+//!   integrity check); Strata needs it, since the reader checks the MAC and
+//!   keytool encrypts certificate bags, and says so when it is missing.
+//! - A PKCS12 keystore is opened with `ssl.keystore.password` for both the
+//!   store and its key; a key protected by a different `ssl.key.password` is
+//!   not supported (keytool and openssl use one password by default).
 
 use std::fs;
 use std::path::Path;
