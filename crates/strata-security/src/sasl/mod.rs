@@ -45,8 +45,8 @@ use std::sync::Arc;
 pub use error::{FailureReason, SaslError};
 pub use jaas::{parse_jaas, plain_users, ControlFlag, JaasConfig, JaasError, LoginModule};
 pub use oauthbearer::{
-    OAuthBearerValidator, OAuthConfigError, RejectionStatus, TokenRejection, TokenValidator,
-    UnsecuredValidatorConfig, ValidatedToken,
+    JwksConfig, JwksError, JwksValidator, OAuthBearerValidator, OAuthConfigError, RejectionStatus,
+    TokenRejection, TokenValidator, UnsecuredValidatorConfig, ValidatedToken,
 };
 pub use scram::{CredentialError, CredentialParseError, ScramCredential, ScramMechanism};
 

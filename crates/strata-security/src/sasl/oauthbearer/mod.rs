@@ -15,8 +15,11 @@
 //!   validators.
 //! - `unsecured`: Kafka's default, `OAuthBearerUnsecuredValidatorCallbackHandler`
 //!   (alg `none` tokens; for development only).
+//! - `jwks`: RS256/ES256-signed JWTs checked against a JWK set, as Kafka's
+//!   `OAuthBearerValidatorCallbackHandler` does.
 
 mod initial_response;
+mod jwks;
 mod jwt;
 mod unsecured;
 
@@ -24,6 +27,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
+pub use jwks::{JwksConfig, JwksError, JwksValidator};
 pub use unsecured::{OAuthConfigError, UnsecuredValidatorConfig};
 
 use super::{Clock, FailureReason, Mechanism, SaslError, SaslServer, Step};
@@ -121,6 +125,11 @@ impl OAuthBearerValidator {
     /// against `clock`.
     pub fn unsecured(config: UnsecuredValidatorConfig, clock: Arc<dyn Clock>) -> Self {
         Self::custom(Arc::new(unsecured::UnsecuredValidator::new(config, clock)))
+    }
+
+    /// Signed JWTs checked against a JWK set.
+    pub fn jwks(validator: Arc<JwksValidator>) -> Self {
+        Self::custom(validator)
     }
 
     /// Any other validator.
