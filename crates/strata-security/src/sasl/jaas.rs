@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn quotes_escapes_and_unquoted_words() {
-        // Cases after Kafka's JaasContextTest.
+        // Java StreamTokenizer escapes: \" \\ \n and octal \101 = 'A'.
         let config = parse_jaas(
             r#"test.testQuotedValues required str1="$KAFKA_OPTS" str2='single quoted' esc="a\"b\\c\n\101" dash=a-b_c.d$e "quoted key"=x;"#,
         )

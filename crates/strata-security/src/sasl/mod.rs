@@ -43,7 +43,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 pub use error::{FailureReason, SaslError};
-pub use jaas::{parse_jaas, plain_users, ControlFlag, JaasConfig, JaasError, LoginModule};
+pub use jaas::{
+    parse_jaas, plain_users, ControlFlag, JaasConfig, JaasError, LoginModule, PLAIN_LOGIN_MODULE,
+};
 pub use oauthbearer::{
     JwksConfig, JwksError, JwksValidator, OAuthBearerValidator, OAuthConfigError, RejectionStatus,
     TokenRejection, TokenValidator, UnsecuredValidatorConfig, ValidatedToken,
