@@ -25,9 +25,19 @@ use crate::dynamic_config::{DynamicBrokerConfig, DynamicConfigError};
 use crate::group::coordinator::{GroupCoordinator, GroupHost};
 use crate::offline::{OfflineReason, RefusedPartitions};
 use crate::replication::ReplicaManager;
+use crate::security::store::SecurityStore;
 use crate::stats::Stats;
 use crate::topics::{TopicInfo, TopicStore};
 use crate::txn::coordinator::TxnCoordinator;
+use strata_security::acl::AuthorizerConfig;
+
+/// The authorizer's settings (`super.users`, `allow.everyone.if.no.acl.found`).
+pub(crate) fn authorizer_config(config: &BrokerConfig) -> AuthorizerConfig {
+    AuthorizerConfig {
+        super_users: config.security.super_users.clone(),
+        allow_everyone_if_no_acl_found: config.security.allow_everyone_if_no_acl_found,
+    }
+}
 
 /// Producer ids are reserved from the store in blocks of this many.
 const PRODUCER_ID_BLOCK: i64 = 1000;
@@ -36,8 +46,8 @@ const PRODUCER_ID_BLOCK: i64 = 1000;
 pub(crate) struct Broker {
     pub config: BrokerConfig,
     pub cluster_id: String,
-    /// Host and port Metadata advertises.
-    pub advertised: Listener,
+    /// What Metadata advertises, one per listener (in `listeners` order).
+    pub advertised: Vec<Listener>,
     pub topics: Arc<TopicStore>,
     pub logs: Arc<LogManager>,
     pub stats: Stats,
@@ -48,6 +58,8 @@ pub(crate) struct Broker {
     /// Serialises topic-level admin mutations.
     pub admin: Mutex<()>,
     producer_ids: Mutex<ProducerIdBlock>,
+    /// ACLs, SCRAM credentials and client quotas.
+    pub security: Arc<SecurityStore>,
     /// The consumer-group coordinator (its own locking, see `group::coordinator`).
     pub groups: GroupCoordinator,
     /// The transaction coordinator (its own locking, see `txn::coordinator`).
@@ -99,7 +111,7 @@ impl Broker {
     pub(crate) fn new(
         config: BrokerConfig,
         cluster_id: String,
-        bound: SocketAddr,
+        bound: &[(Listener, SocketAddr)],
         topics: Arc<TopicStore>,
         logs: Arc<LogManager>,
         shutdown: watch::Receiver<bool>,
@@ -107,6 +119,7 @@ impl Broker {
     ) -> Broker {
         let advertised = Broker::advertised_for(&config, bound);
         Broker {
+            security: Arc::new(SecurityStore::in_memory(authorizer_config(&config))),
             groups: GroupCoordinator::new(config.group.clone()),
             txn: TxnCoordinator::new(config.txn.clone()),
             verifications: Default::default(),
@@ -128,45 +141,69 @@ impl Broker {
         }
     }
 
-    /// What Metadata advertises: `advertised.listeners`, else the bound
-    /// address (an unspecified host as `127.0.0.1`).
-    pub(crate) fn advertised_for(config: &BrokerConfig, bound: SocketAddr) -> Listener {
-        match &config.advertised_listener {
-            Some(l) => l.clone(),
-            None => {
-                let host = if config.listener.host.is_empty() || bound.ip().is_unspecified() {
+    /// What Metadata advertises per listener: its `advertised.listeners`
+    /// entry, else the bound address (an unspecified host as `127.0.0.1`).
+    pub(crate) fn advertised_for(
+        config: &BrokerConfig,
+        bound: &[(Listener, SocketAddr)],
+    ) -> Vec<Listener> {
+        bound
+            .iter()
+            .map(|(listener, addr)| {
+                if let Some(a) = config
+                    .advertised_listeners
+                    .iter()
+                    .find(|a| a.name == listener.name)
+                {
+                    return a.clone();
+                }
+                let host = if listener.host.is_empty() || addr.ip().is_unspecified() {
                     "127.0.0.1".to_string()
                 } else {
-                    bound.ip().to_string()
+                    addr.ip().to_string()
                 };
                 Listener {
-                    name: config.listener.name.clone(),
                     host,
-                    port: bound.port(),
+                    port: addr.port(),
+                    ..listener.clone()
                 }
-            }
-        }
+            })
+            .collect()
     }
 
-    /// The live brokers: this one alone in single-node mode, every
-    /// registered one in cluster mode.
-    pub(crate) fn live_brokers(&self) -> Vec<BrokerEndpoint> {
+    /// This broker's advertised endpoint on `listener` (a connection's
+    /// listener always exists here).
+    pub(crate) fn advertised_on(&self, listener: &str) -> Option<&Listener> {
+        self.advertised.iter().find(|l| l.name == listener)
+    }
+
+    /// The live brokers as clients of `listener` reach them: this one alone
+    /// in single-node mode, every registered one with an endpoint on that
+    /// listener in cluster mode (Kafka leaves out brokers without it).
+    pub(crate) fn live_brokers(&self, listener: &str) -> Vec<BrokerEndpoint> {
         match &self.cluster {
-            None => vec![BrokerEndpoint {
-                id: self.config.node_id,
-                host: self.advertised.host.clone(),
-                port: self.advertised.port,
-                rack: self.config.rack.clone(),
-            }],
+            None => self
+                .advertised_on(listener)
+                .map(|l| BrokerEndpoint {
+                    id: self.config.node_id,
+                    host: l.host.clone(),
+                    port: l.port,
+                    rack: self.config.rack.clone(),
+                })
+                .into_iter()
+                .collect(),
             Some(cluster) => cluster
                 .applied()
                 .brokers
                 .values()
-                .map(|b| BrokerEndpoint {
-                    id: b.record.id,
-                    host: b.record.host.clone(),
-                    port: b.record.port,
-                    rack: b.record.rack.clone(),
+                .filter_map(|b| {
+                    let (host, port) = b.record.endpoint(listener)?;
+                    Some(BrokerEndpoint {
+                        id: b.record.id,
+                        host: host.to_string(),
+                        port,
+                        rack: b.record.rack.clone(),
+                    })
                 })
                 .collect(),
         }

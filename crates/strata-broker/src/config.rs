@@ -32,6 +32,9 @@ use strata_tiered::TieredConfig;
 use thiserror::Error;
 
 use crate::group::config::GroupConfig;
+use crate::listeners;
+pub use crate::listeners::{Listener, SecurityProtocol};
+use crate::security::SecurityConfig;
 use crate::txn::config::TxnConfig;
 
 /// Default listener when `listeners` is not set.
@@ -48,68 +51,23 @@ pub enum ConfigError {
     Properties(#[from] PropertiesError),
     #[error(transparent)]
     Invalid(#[from] strata_log::ConfigError),
-}
-
-/// One listener endpoint: `NAME://host:port`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Listener {
-    /// Listener name; also the security protocol (only `PLAINTEXT` is served).
-    pub name: String,
-    /// Host to bind (empty = all interfaces) or to advertise.
-    pub host: String,
-    pub port: u16,
-}
-
-impl Listener {
-    /// Parse `PLAINTEXT://host:port` (IPv6 hosts in brackets).
-    fn parse(value: &str) -> Result<Listener, &'static str> {
-        let bad = |reason| reason;
-        let (name, rest) = value
-            .split_once("://")
-            .ok_or_else(|| bad("expected LISTENER_NAME://host:port"))?;
-        let (host, port) = rest
-            .rsplit_once(':')
-            .ok_or_else(|| bad("expected LISTENER_NAME://host:port"))?;
-        let port: u16 = port
-            .parse()
-            .map_err(|_| bad("port is not a number in 0..=65535"))?;
-        if name.trim() != "PLAINTEXT" {
-            return Err(bad("only PLAINTEXT listeners are supported"));
-        }
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        Ok(Listener {
-            name: name.trim().to_string(),
-            host,
-            port,
-        })
-    }
-
-    /// `host:port` suitable for binding.
-    pub fn bind_address(&self) -> String {
-        let host = if self.host.is_empty() {
-            "0.0.0.0"
-        } else {
-            &self.host
-        };
-        if host.contains(':') {
-            format!("[{host}]:{}", self.port)
-        } else {
-            format!("{host}:{}", self.port)
-        }
-    }
+    #[error(transparent)]
+    Security(#[from] crate::security::config::SecurityConfigError),
 }
 
 /// The broker's typed configuration.
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {
-    /// `listeners`: the single PLAINTEXT listener served.
-    pub listener: Listener,
-    /// `advertised.listeners`: what Metadata tells clients; defaults to the
-    /// bound listener (with `0.0.0.0`/empty host replaced by `127.0.0.1`).
-    pub advertised_listener: Option<Listener>,
+    /// `listeners`: every listener served, with its security protocol
+    /// (`listener.security.protocol.map`).
+    pub listeners: Vec<Listener>,
+    /// `advertised.listeners`: what Metadata tells clients, per listener
+    /// name; a listener missing here is advertised as bound (with
+    /// `0.0.0.0`/empty host replaced by `127.0.0.1`).
+    pub advertised_listeners: Vec<Listener>,
+    /// `inter.broker.listener.name` (or the listener named after
+    /// `security.inter.broker.protocol`): what brokers connect to.
+    pub inter_broker_listener: String,
     /// `node.id` / `broker.id` (default 1).
     pub node_id: i32,
     /// `broker.rack`.
@@ -182,6 +140,9 @@ pub struct BrokerConfig {
     pub txn: TxnConfig,
     /// The remote tier's settings (`remote.log.*`, `strata.remote.storage.uri`, ...).
     pub tiered: TieredConfig,
+    /// SASL, authorizer and other security settings (the `ssl.*` stores
+    /// are read by each TLS listener when it starts).
+    pub security: SecurityConfig,
     /// Every property given (file then overrides), for DescribeConfigs.
     pub properties: BTreeMap<String, String>,
     /// Values as given, for the rules that read two properties.
@@ -198,20 +159,19 @@ struct Given {
     log_dir: Option<String>,
     per_ip: i32,
     per_ip_overrides: String,
+    listeners: String,
+    advertised_listeners: String,
 }
 
 fn listener_rule(v: &Value) -> Result<(), String> {
-    single_listener(&v.string())
-        .map(|_| ())
-        .map_err(str::to_string)
+    match listeners::parse_endpoints(&v.string())? {
+        e if e.is_empty() => Err("no listener given".into()),
+        _ => Ok(()),
+    }
 }
 
 fn optional_listener_rule(v: &Value) -> Result<(), String> {
-    if v.string().is_empty() {
-        Ok(())
-    } else {
-        listener_rule(v)
-    }
+    listeners::parse_endpoints(&v.string()).map(|_| ())
 }
 
 fn split_endpoints(v: &str) -> Vec<String> {
@@ -246,13 +206,8 @@ fn etcd_prefix_rule(v: &Value) -> Result<(), String> {
     }
 }
 
-fn render_listener(l: &Listener) -> String {
-    let host = if l.host.contains(':') {
-        format!("[{}]", l.host)
-    } else {
-        l.host.clone()
-    };
-    format!("{}://{host}:{}", l.name, l.port)
+fn render_listeners(l: &[Listener]) -> String {
+    l.iter().map(Listener::render).collect::<Vec<_>>().join(",")
 }
 
 fn usize_of(v: &Value) -> usize {
@@ -278,12 +233,8 @@ static TABLE: &[Def] = &[
         DEFAULT_LISTENERS,
         Validator::Custom(listener_rule),
         "Listener URIs to bind.",
-        |c, v| {
-            if let Ok(l) = single_listener(&v.string()) {
-                c.listener = l;
-            }
-        },
-        |c| render_listener(&c.listener),
+        |c, v| c.given.listeners = v.string(),
+        |c| render_listeners(&c.listeners),
     ),
     Def::new(
         "advertised.listeners",
@@ -291,13 +242,8 @@ static TABLE: &[Def] = &[
         "",
         Validator::Custom(optional_listener_rule),
         "Listeners published to clients.",
-        |c, v| c.advertised_listener = single_listener(&v.string()).ok(),
-        |c| {
-            c.advertised_listener
-                .as_ref()
-                .map(render_listener)
-                .unwrap_or_default()
-        },
+        |c, v| c.given.advertised_listeners = v.string(),
+        |c| render_listeners(&c.advertised_listeners),
     ),
     Def::new(
         "node.id",
@@ -664,8 +610,6 @@ const IGNORED: &[&str] = &[
     "process.roles",
     "controller.quorum.voters",
     "controller.listener.names",
-    "inter.broker.listener.name",
-    "listener.security.protocol.map",
 ];
 
 impl Default for BrokerConfig {
@@ -698,12 +642,9 @@ impl BrokerConfig {
     pub fn from_properties(props: BTreeMap<String, String>) -> Result<BrokerConfig, ConfigError> {
         let log_config = LogConfig::from_broker_properties(&props)?;
         let blank = BrokerConfig {
-            listener: Listener {
-                name: String::new(),
-                host: String::new(),
-                port: 0,
-            },
-            advertised_listener: None,
+            listeners: Vec::new(),
+            advertised_listeners: Vec::new(),
+            inter_broker_listener: String::new(),
             node_id: 1,
             rack: None,
             log_dirs: Vec::new(),
@@ -739,6 +680,7 @@ impl BrokerConfig {
             tiered: TieredConfig::from_broker_properties(&BTreeMap::new(), Path::new(""))?,
             log_config,
             log_retention_check_interval_ms: 0,
+            security: SecurityConfig::default(),
             properties: BTreeMap::new(),
             given: Given::default(),
         };
@@ -798,6 +740,8 @@ impl BrokerConfig {
             .into());
         }
         c.connection_limits = ConnectionLimits::parse(&c.given, &props)?;
+        resolve_listeners(&mut c, &props)?;
+        c.security = SecurityConfig::from_properties(&props, &c.listeners)?;
         c.tiered = TieredConfig::from_broker_properties(&props, &c.log_dirs[0])?;
         for name in props.keys() {
             if !is_known(name) {
@@ -901,6 +845,7 @@ fn is_known(name: &str) -> bool {
         || name.starts_with("log.")
         || GroupConfig::is_known(name)
         || TxnConfig::is_known(name)
+        || SecurityConfig::is_known(name)
         || strata_tiered::config::is_tiered_property(name)
         || strata_log::config::defines(CleanerConfig::definitions(), name)
         || strata_log::config::defines(LogConfig::definitions(), name)
@@ -989,16 +934,72 @@ impl ConnectionLimits {
     }
 }
 
-fn single_listener(value: &str) -> Result<Listener, &'static str> {
-    let parts: Vec<&str> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    match parts.as_slice() {
-        [one] => Listener::parse(one),
-        _ => Err("exactly one PLAINTEXT listener is supported"),
+/// Give the listeners their protocols and check the advertised and
+/// inter-broker ones against them (Kafka's `KafkaConfig` rules).
+fn resolve_listeners(
+    c: &mut BrokerConfig,
+    props: &BTreeMap<String, String>,
+) -> Result<(), ConfigError> {
+    let invalid = |name: &'static str, rule: String| -> ConfigError {
+        strata_log::ConfigError::InvalidValue {
+            name,
+            value: props.get(name).cloned().unwrap_or_default(),
+            rule,
+        }
+        .into()
+    };
+    let map_value = props
+        .get("listener.security.protocol.map")
+        .map_or(listeners::DEFAULT_PROTOCOL_MAP, String::as_str);
+    let map = listeners::parse_protocol_map(map_value)
+        .map_err(|r| invalid("listener.security.protocol.map", r))?;
+    let bound =
+        listeners::parse_endpoints(&c.given.listeners).map_err(|r| invalid("listeners", r))?;
+    c.listeners = listeners::with_protocols(bound, &map).map_err(|r| invalid("listeners", r))?;
+    let advertised = listeners::parse_endpoints(&c.given.advertised_listeners)
+        .map_err(|r| invalid("advertised.listeners", r))?;
+    for a in &advertised {
+        if !c.listeners.iter().any(|l| l.name == a.name) {
+            return Err(invalid(
+                "advertised.listeners",
+                format!("{} is not one of the listeners", a.name),
+            ));
+        }
+        if a.host.is_empty() || a.host == "0.0.0.0" || a.host == "::" {
+            return Err(invalid(
+                "advertised.listeners",
+                format!("{}: cannot advertise the meta-address {:?}", a.name, a.host),
+            ));
+        }
     }
+    c.advertised_listeners = listeners::with_protocols(advertised, &map)
+        .map_err(|r| invalid("advertised.listeners", r))?;
+    let inter = listeners::inter_broker_listener(
+        props.get("inter.broker.listener.name").map(String::as_str),
+        props
+            .get("security.inter.broker.protocol")
+            .map(String::as_str),
+    )
+    .map_err(|r| invalid("inter.broker.listener.name", r))?;
+    let explicit = props.contains_key("inter.broker.listener.name")
+        || props.contains_key("security.inter.broker.protocol");
+    c.inter_broker_listener = if c.listeners.iter().any(|l| l.name == inter) {
+        inter
+    } else if explicit || !c.etcd_endpoints.is_empty() {
+        // Brokers of a cluster must reach each other on a listener that exists.
+        return Err(invalid(
+            if props.contains_key("security.inter.broker.protocol") {
+                "security.inter.broker.protocol"
+            } else {
+                "inter.broker.listener.name"
+            },
+            format!("the inter-broker listener {inter} is not one of the listeners"),
+        ));
+    } else {
+        // A single node talks to no other broker: its first listener stands in.
+        c.listeners[0].name.clone()
+    };
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1039,8 +1040,8 @@ mod tests {
             ("log.cleaner.threads", "-1", "must be at least 0"),
             (
                 "listeners",
-                "SSL://h:1",
-                "only PLAINTEXT listeners are supported",
+                "PLAINTEXT://h:1,plaintext://h:2",
+                "each listener must have a different name (PLAINTEXT twice)",
             ),
             ("cluster.id", "", "must not be empty"),
         ] {
@@ -1062,7 +1063,8 @@ mod tests {
     #[test]
     fn defaults_match_the_documented_values() {
         let c = BrokerConfig::default();
-        assert_eq!(c.listener.bind_address(), "127.0.0.1:9092");
+        assert_eq!(c.listeners[0].bind_address(), "127.0.0.1:9092");
+        assert_eq!(c.listeners[0].protocol, SecurityProtocol::Plaintext);
         assert_eq!(c.node_id, 1);
         assert_eq!(c.log_dirs, vec![PathBuf::from(DEFAULT_LOG_DIR)]);
         assert_eq!(c.num_partitions, 1);
@@ -1137,8 +1139,8 @@ mod tests {
             ("broker.rack", "r1"),
         ]))
         .unwrap();
-        assert_eq!(c.listener.port, 19092);
-        assert_eq!(c.advertised_listener.unwrap().host, "broker.example");
+        assert_eq!(c.listeners[0].port, 19092);
+        assert_eq!(c.advertised_listeners[0].host, "broker.example");
         assert_eq!(c.node_id, 7);
         assert_eq!(c.log_dirs, vec![PathBuf::from("/b"), PathBuf::from("/c")]);
         assert_eq!(c.num_partitions, 3);
@@ -1259,8 +1261,16 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
-        let err = BrokerConfig::from_properties(props(&[("listeners", "SSL://h:1")])).unwrap_err();
+        let err =
+            BrokerConfig::from_properties(props(&[("listeners", "CLIENT://h:1")])).unwrap_err();
         assert_eq!(err_name(&err), "listeners");
+        assert!(err.to_string().contains("no security protocol"), "{err}");
+        let err = BrokerConfig::from_properties(props(&[
+            ("listeners", "PLAINTEXT://h:1"),
+            ("advertised.listeners", "SSL://h:2"),
+        ]))
+        .unwrap_err();
+        assert_eq!(err_name(&err), "advertised.listeners");
         let err = BrokerConfig::from_properties(props(&[("node.id", "1"), ("broker.id", "2")]))
             .unwrap_err();
         assert_eq!(
@@ -1269,6 +1279,40 @@ mod tests {
         );
         let err = BrokerConfig::from_properties(props(&[("max.connections", "0")])).unwrap_err();
         assert!(err_name(&err) == "max.connections");
+    }
+
+    #[test]
+    fn several_listeners_with_protocols_and_an_inter_broker_one() {
+        let c = BrokerConfig::from_properties(props(&[
+            (
+                "listeners",
+                "INTERNAL://127.0.0.1:9092,EXTERNAL://0.0.0.0:9093",
+            ),
+            (
+                "listener.security.protocol.map",
+                "INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL",
+            ),
+            ("advertised.listeners", "EXTERNAL://kafka.example:9093"),
+            ("inter.broker.listener.name", "INTERNAL"),
+            ("listener.name.external.sasl.enabled.mechanisms", "PLAIN"),
+        ]))
+        .unwrap();
+        assert_eq!(c.listeners.len(), 2);
+        assert_eq!(c.listeners[1].protocol, SecurityProtocol::SaslSsl);
+        assert_eq!(c.advertised_listeners[0].host, "kafka.example");
+        assert_eq!(c.inter_broker_listener, "INTERNAL");
+        assert_eq!(c.security.sasl["EXTERNAL"].mechanisms, ["PLAIN"]);
+        // A SASL listener without a served mechanism is refused at load.
+        let err =
+            BrokerConfig::from_properties(props(&[("listeners", "SASL_SSL://h:1")])).unwrap_err();
+        assert!(err.to_string().contains("GSSAPI"), "{err}");
+        // Cluster brokers need an inter-broker listener that exists.
+        let err = BrokerConfig::from_properties(props(&[
+            ("listeners", "SSL://h:1"),
+            ("strata.metadata.etcd.endpoints", "http://127.0.0.1:2379"),
+        ]))
+        .unwrap_err();
+        assert_eq!(err_name(&err), "inter.broker.listener.name");
     }
 
     #[test]

@@ -34,6 +34,22 @@ pub(crate) struct ConfigEntry {
     pub doc: &'static str,
 }
 
+/// DescribeConfigs `config_type` of Kafka's PASSWORD configs.
+pub(crate) const PASSWORD_TYPE: i8 = 9;
+
+/// A config whose value is secret: Kafka's PASSWORD-typed configs (key and
+/// store passwords, inline PEM keys and trust stores, JAAS configurations),
+/// with or without a `listener.name.<l>.` prefix. DescribeConfigs answers
+/// them with no value and `is_sensitive`, as Kafka does.
+pub(crate) fn is_sensitive(name: &str) -> bool {
+    name.ends_with("password")
+        || name.ends_with("sasl.jaas.config")
+        || name.ends_with("ssl.keystore.key")
+        || name.ends_with("ssl.truststore.certificates")
+        || name.ends_with("ssl.keystore.certificate.chain")
+        || name.ends_with("sasl.oauthbearer.jwks.endpoint.url") && name.contains('@')
+}
+
 pub(crate) fn config_type(kind: ConfigType) -> i8 {
     match kind {
         ConfigType::Boolean => 1,

@@ -23,17 +23,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
+use std::os::unix::fs::FileExt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use strata_log::FileSlice;
 use thiserror::Error;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+
+use tokio::io::{
+    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest, ReadBuf, ReadHalf, WriteHalf,
+};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use tokio_rustls::server::TlsStream;
+
+use crate::authentication::{Authenticator, Gate};
 use crate::broker::Broker;
 use crate::dispatch;
+use crate::listener_runtime::ListenerRuntime;
+use crate::listeners::SecurityProtocol;
 use crate::response::{Response, ResponsePart};
+use crate::security::session::ANONYMOUS;
+use crate::security::Session;
 use crate::stats::Stats;
 
 /// Responses queued per connection before the reader waits for the writer.
@@ -92,10 +105,63 @@ pub(crate) enum FrameError {
     Io(#[from] io::Error),
 }
 
+/// The reading side of a connection, plain or TLS.
+enum Reader {
+    Plain(OwnedReadHalf),
+    Tls(ReadHalf<TlsStream<TcpStream>>),
+}
+
+/// The writing side of a connection, plain (with `sendfile`) or TLS.
+enum Writer {
+    Plain(OwnedWriteHalf),
+    Tls(WriteHalf<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Reader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Reader::Plain(r) => Pin::new(r).poll_read(cx, buf),
+            Reader::Tls(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Writer {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Writer::Plain(w) => Pin::new(w).poll_write(cx, buf),
+            Writer::Tls(w) => Pin::new(w).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Writer::Plain(w) => Pin::new(w).poll_flush(cx),
+            Writer::Tls(w) => Pin::new(w).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Writer::Plain(w) => Pin::new(w).poll_shutdown(cx),
+            Writer::Tls(w) => Pin::new(w).poll_shutdown(cx),
+        }
+    }
+}
+
 /// Serve one connection until the peer closes it, a frame is rejected or
 /// the broker shuts down.
 pub(crate) async fn run(
     broker: Arc<Broker>,
+    runtime: Arc<ListenerRuntime>,
     socket: TcpStream,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -103,14 +169,73 @@ pub(crate) async fn run(
     if let Err(error) = socket.set_nodelay(true) {
         tracing::debug!(?peer, %error, "cannot set TCP_NODELAY");
     }
-    let (mut reader, writer) = socket.into_split();
+    let limits = FrameLimits::from_config(&broker.config);
+    let mut principal = ANONYMOUS.to_string();
+    let (mut reader, writer) = match &runtime.tls {
+        None => {
+            let (r, w) = socket.into_split();
+            (Reader::Plain(r), Writer::Plain(w))
+        }
+        Some(tls) => {
+            let accepted = tokio::select! {
+                r = tokio::time::timeout(limits.receive, tls.acceptor.accept(socket)) => r,
+                _ = shutdown.changed() => return,
+            };
+            let stream = match accepted {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(error)) => {
+                    Stats::add(&broker.stats.authentication_failures, 1);
+                    tracing::warn!(?peer, listener = %runtime.listener.name, %error, "TLS handshake failed");
+                    return;
+                }
+                Err(_elapsed) => {
+                    Stats::add(&broker.stats.authentication_failures, 1);
+                    tracing::warn!(?peer, listener = %runtime.listener.name, "TLS handshake timed out");
+                    return;
+                }
+            };
+            if runtime.listener.protocol == SecurityProtocol::Ssl {
+                // Kafka's principal of an SSL connection: the client
+                // certificate's subject through ssl.principal.mapping.rules.
+                let cert = stream
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .map(|c| c.as_ref().to_vec());
+                match strata_security::tls::principal_name(cert.as_deref(), &tls.rules) {
+                    Ok(name) => principal = format!("User:{name}"),
+                    Err(error) => {
+                        Stats::add(&broker.stats.authentication_failures, 1);
+                        tracing::warn!(?peer, listener = %runtime.listener.name, %error,
+                            "TLS client certificate has no principal (ssl.principal.mapping.rules)");
+                        return;
+                    }
+                }
+            }
+            let (r, w) = tokio::io::split(stream);
+            (Reader::Tls(r), Writer::Tls(w))
+        }
+    };
+    let mut auth = Authenticator::new(
+        runtime.clone(),
+        Session {
+            listener: runtime.listener.name.clone(),
+            protocol: runtime.listener.protocol,
+            peer,
+            principal,
+        },
+    );
     let (tx, rx) = mpsc::channel::<Response>(WRITE_QUEUE);
     let writer_task = tokio::spawn(write_loop(writer, rx, broker.clone()));
-    let limits = FrameLimits::from_config(&broker.config);
     let mut buf = BytesMut::with_capacity(8 * 1024);
     loop {
+        let frame_limits = FrameLimits {
+            max_bytes: auth.max_frame(limits.max_bytes),
+            ..limits
+        };
         let frame = tokio::select! {
-            frame = read_frame(&mut reader, &mut buf, limits) => frame,
+            frame = read_frame(&mut reader, &mut buf, frame_limits) => frame,
             _ = shutdown.changed() => break,
         };
         let frame = match frame {
@@ -130,6 +255,13 @@ pub(crate) async fn run(
                 tracing::debug!(?peer, ?idle, "closing idle connection");
                 break;
             }
+            Err(FrameError::TooLarge { size, .. }) if (size as u32) >> 16 == 0x1603 => {
+                // 0x16 0x03: a TLS record header where a size prefix belongs.
+                Stats::add(&broker.stats.authentication_failures, 1);
+                tracing::warn!(?peer, listener = %runtime.listener.name, protocol = %runtime.listener.protocol,
+                    "closing connection: the client started a TLS handshake on a listener without TLS");
+                break;
+            }
             Err(error) => {
                 if matches!(error, FrameError::SlowFrame { .. }) {
                     Stats::add(&broker.stats.connections_expired, 1);
@@ -139,7 +271,29 @@ pub(crate) async fn run(
             }
         };
         Stats::add(&broker.stats.requests, 1);
-        match dispatch::dispatch(&broker, frame, peer).await {
+        let gated = match auth.gate(&broker, &frame) {
+            Gate::Dispatch => None,
+            Gate::Answer(response) => Some((response, false, Duration::ZERO)),
+            Gate::AnswerAndClose(response, delay) => Some((response, true, delay)),
+            Gate::Close => break,
+        };
+        if let Some((response, close, delay)) = gated {
+            if !delay.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shutdown.changed() => break,
+                }
+            }
+            let sent = tokio::select! {
+                r = tx.send(response) => r.is_ok(),
+                _ = shutdown.changed() => false,
+            };
+            if !sent || close {
+                break;
+            }
+            continue;
+        }
+        match dispatch::dispatch(&broker, frame, auth.session()).await {
             Ok(Some(response)) => {
                 // A client that stops reading must not hold up shutdown.
                 let sent = tokio::select! {
@@ -195,8 +349,8 @@ pub(crate) async fn run(
 /// [`FrameError::SlowFrame`] when a started frame is not complete within
 /// `limits.receive`, [`FrameError::TooLarge`], [`FrameError::Truncated`], or
 /// the socket's error.
-pub(crate) async fn read_frame(
-    reader: &mut OwnedReadHalf,
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
     buf: &mut BytesMut,
     limits: FrameLimits,
 ) -> Result<Option<Bytes>, FrameError> {
@@ -258,7 +412,7 @@ pub(crate) async fn read_frame(
 
 /// Write responses in queue order, coalescing small ones.
 async fn write_loop(
-    mut writer: OwnedWriteHalf,
+    mut writer: Writer,
     mut rx: mpsc::Receiver<Response>,
     broker: Arc<Broker>,
 ) -> io::Result<()> {
@@ -284,7 +438,12 @@ async fn write_loop(
                             writer.write_all(&pending).await?;
                             pending.clear();
                         }
-                        send_file(writer.as_ref(), &slice, &broker.stats).await?;
+                        match &mut writer {
+                            Writer::Plain(w) => {
+                                send_file(w.as_ref(), &slice, &broker.stats).await?
+                            }
+                            Writer::Tls(w) => copy_file(w, &slice).await?,
+                        }
                     }
                 }
             }
@@ -296,6 +455,42 @@ async fn write_loop(
         }
     }
     writer.shutdown().await
+}
+
+/// Copy `slice` from its file through a TLS stream: the bytes must pass
+/// through the encryption, so they are read into memory in chunks (Kafka
+/// loses zero-copy on TLS listeners the same way).
+///
+/// # Errors
+/// As [`send_file`].
+async fn copy_file<W: AsyncWrite + Unpin>(writer: &mut W, slice: &FileSlice) -> io::Result<()> {
+    const CHUNK: u64 = 256 * 1024;
+    let mut position = slice.position;
+    let end = slice.position + slice.len;
+    while position < end {
+        let len = (end - position).min(CHUNK) as usize;
+        let file = slice.file.clone();
+        let chunk = tokio::task::spawn_blocking(move || -> io::Result<Vec<u8>> {
+            let mut chunk = vec![0u8; len];
+            file.read_exact_at(&mut chunk, position)?;
+            Ok(chunk)
+        })
+        .await
+        .map_err(io::Error::other)?
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "segment file shorter than the fetched slice",
+                )
+            } else {
+                e
+            }
+        })?;
+        writer.write_all(&chunk).await?;
+        position += len as u64;
+    }
+    Ok(())
 }
 
 /// Copy `slice` from its file to the socket with `sendfile(2)`.

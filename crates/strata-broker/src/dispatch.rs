@@ -23,6 +23,7 @@ use crate::apis::{self, RequestContext};
 use crate::broker::Broker;
 use crate::error::DispatchError;
 use crate::response::Response;
+use crate::security::Session;
 
 // A 22-byte request declaring 0x7fffffff array elements aborted the broker
 // until the decoder was bounded; never build against a copy without the bound.
@@ -36,7 +37,7 @@ const _: () = assert!(
 pub(crate) async fn dispatch(
     broker: &Arc<Broker>,
     frame: Bytes,
-    peer: Option<std::net::SocketAddr>,
+    session: &Arc<Session>,
 ) -> Result<Option<Response>, DispatchError> {
     let (api, version, header, buf) = match decode_header(frame)? {
         Header::Decoded {
@@ -56,7 +57,8 @@ pub(crate) async fn dispatch(
         header,
         api,
         version,
-        peer,
+        peer: session.peer,
+        session: session.clone(),
     };
     apis::handle(ctx, buf).await
 }

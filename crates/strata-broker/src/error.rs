@@ -22,6 +22,10 @@ pub enum BrokerError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot open the security store")]
+    SecurityStore(#[from] crate::security::store::SecurityStoreError),
+    #[error("listener {listener}: {reason}")]
+    Security { listener: String, reason: String },
     #[error("I/O error while {op}")]
     Io {
         op: &'static str,

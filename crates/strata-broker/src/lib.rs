@@ -52,6 +52,7 @@
 mod admin;
 mod api_error;
 mod apis;
+mod authentication;
 mod broker;
 mod cluster;
 mod cluster_admin;
@@ -66,6 +67,8 @@ mod error_code;
 mod group;
 mod internal_append;
 mod leadership;
+mod listener_runtime;
+mod listeners;
 mod offline;
 mod partition_sync;
 mod placement;
@@ -74,6 +77,7 @@ mod reconcile;
 mod remote_metadata;
 mod replication;
 mod response;
+mod security;
 mod server;
 mod stats;
 mod tiered;
@@ -83,7 +87,8 @@ mod txn_markers;
 mod txn_verify;
 
 pub use config::{
-    BrokerConfig, ConfigError, ConnectionLimits, Listener, DEFAULT_LISTENERS, DEFAULT_LOG_DIR,
+    BrokerConfig, ConfigError, ConnectionLimits, Listener, SecurityProtocol, DEFAULT_LISTENERS,
+    DEFAULT_LOG_DIR,
 };
 pub use dispatch::decode_request;
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
@@ -91,6 +96,7 @@ pub use error::{BrokerError, DispatchError};
 pub use group::config::GroupConfig;
 #[doc(hidden)]
 pub use group::records::fuzz_round_trip as fuzz_consumer_offsets_record;
+pub use security::SecurityConfig;
 pub use server::{serve_main, start, start_with_clock, start_with_fs, BrokerHandle};
 pub use stats::BrokerStats;
 pub use topics::{TopicStoreError, TOPICS_FILE};

@@ -19,14 +19,16 @@ use tokio::task::JoinHandle;
 
 use crate::broker::{effective_config, Broker};
 use crate::cluster::{BrokerRecord, Cluster, ClusterSettings, LeaderBalance};
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, Listener};
 use crate::connection;
 use crate::connection_quotas::ConnectionQuotas;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::BrokerError;
+use crate::listener_runtime::{AuthFailures, ListenerRuntime};
 use crate::partition_sync;
 use crate::reconcile;
 use crate::replication::ReplicaManager;
+use crate::security::store::SecurityStore;
 use crate::stats::BrokerStats;
 use crate::stats::Stats;
 use crate::topics::TopicStore;
@@ -35,16 +37,27 @@ use crate::topics::TopicStore;
 #[derive(Debug)]
 pub struct BrokerHandle {
     local_addr: SocketAddr,
+    /// Every listener's name and bound address, in `listeners` order.
+    listener_addrs: Vec<(String, SocketAddr)>,
     broker: Arc<Broker>,
     shutdown_tx: watch::Sender<bool>,
-    accept_task: JoinHandle<()>,
+    accept_tasks: Vec<JoinHandle<()>>,
     connections_done: mpsc::Receiver<()>,
 }
 
 impl BrokerHandle {
-    /// The address the listener is bound to (useful with port 0).
+    /// The address the first listener is bound to (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The address listener `name` is bound to.
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        let name = name.to_ascii_uppercase();
+        self.listener_addrs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, a)| *a)
     }
 
     /// The cluster id Metadata reports.
@@ -68,11 +81,13 @@ impl BrokerHandle {
                 .await;
         }
         let _ = self.shutdown_tx.send(true);
-        if let Err(source) = (&mut self.accept_task).await {
-            return Err(BrokerError::Task {
-                task: "accept loop",
-                source,
-            });
+        for task in std::mem::take(&mut self.accept_tasks) {
+            if let Err(source) = task.await {
+                return Err(BrokerError::Task {
+                    task: "accept loop",
+                    source,
+                });
+            }
         }
         // Every connection task holds a sender; recv() returns None once all are gone.
         let _ = self.connections_done.recv().await;
@@ -131,79 +146,123 @@ pub async fn start_with_fs(
     }
     let cfg = config.clone();
     let storage_clock = clock.clone();
-    let (store, logs, cluster_id, dynamic, refused) =
+    let (store, logs, cluster_id, dynamic, refused, security) =
         tokio::task::spawn_blocking(move || open_storage(&cfg, storage_clock, fs))
             .await
             .map_err(|source| BrokerError::Task {
                 task: "opening storage",
                 source,
             })??;
-    let listener = bind_listener(&config).await?;
-    let local_addr = local_addr_of(&listener)?;
+    let listeners = bind_listeners(&config).await?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut broker = Broker::new(
         config,
         cluster_id,
-        local_addr,
+        &bound_addrs(&listeners),
         store,
         logs.clone(),
         shutdown_rx.clone(),
         dynamic,
     );
     broker.refused = refused;
+    broker.security = security;
     let broker = Arc::new(broker);
     logs.start_background();
     crate::tiered::start(&broker, clock.clone()).await?;
-    Ok(serve(
-        broker,
-        listener,
-        local_addr,
-        shutdown_tx,
-        shutdown_rx,
-    ))
+    serve(broker, listeners, shutdown_tx, shutdown_rx)
 }
 
-async fn bind_listener(config: &BrokerConfig) -> Result<TcpListener, BrokerError> {
-    let addr = config.listener.bind_address();
-    bind(&addr, config.socket_listen_backlog_size)
-        .await
-        .map_err(|source| BrokerError::Bind { addr, source })
+/// One bound listener.
+struct BoundListener {
+    listener: Listener,
+    socket: TcpListener,
+    local_addr: SocketAddr,
 }
 
-fn local_addr_of(listener: &TcpListener) -> Result<SocketAddr, BrokerError> {
-    listener.local_addr().map_err(|source| BrokerError::Io {
-        op: "reading the bound address",
-        source,
-    })
+/// Bind every listener of `config` (in order).
+async fn bind_listeners(config: &BrokerConfig) -> Result<Vec<BoundListener>, BrokerError> {
+    let mut out = Vec::with_capacity(config.listeners.len());
+    for listener in &config.listeners {
+        let addr = listener.bind_address();
+        let socket = bind(&addr, config.socket_listen_backlog_size)
+            .await
+            .map_err(|source| BrokerError::Bind { addr, source })?;
+        let local_addr = socket.local_addr().map_err(|source| BrokerError::Io {
+            op: "reading the bound address",
+            source,
+        })?;
+        out.push(BoundListener {
+            listener: listener.clone(),
+            socket,
+            local_addr,
+        });
+    }
+    Ok(out)
 }
 
-/// Start the accept loop of a built broker.
+fn bound_addrs(listeners: &[BoundListener]) -> Vec<(Listener, SocketAddr)> {
+    listeners
+        .iter()
+        .map(|b| (b.listener.clone(), b.local_addr))
+        .collect()
+}
+
+/// Start the accept loops of a built broker, one per listener; they share
+/// `max.connections` and `max.connections.per.ip`.
+///
+/// # Errors
+/// A listener's security setup (its TLS keystore, its SASL settings) is unusable.
 fn serve(
     broker: Arc<Broker>,
-    listener: TcpListener,
-    local_addr: SocketAddr,
+    listeners: Vec<BoundListener>,
     shutdown_tx: watch::Sender<bool>,
     shutdown_rx: watch::Receiver<bool>,
-) -> BrokerHandle {
+) -> Result<BrokerHandle, BrokerError> {
     let (done_tx, done_rx) = mpsc::channel::<()>(1);
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
     let quotas = ConnectionQuotas::new(broker.config.connection_limits.clone());
-    let accept_task = tokio::spawn(accept_loop(
-        listener,
-        broker.clone(),
-        limit,
-        quotas,
-        shutdown_rx,
-        done_tx,
-    ));
+    let local_addr = listeners[0].local_addr;
+    let listener_addrs = listeners
+        .iter()
+        .map(|b| (b.listener.name.clone(), b.local_addr))
+        .collect::<Vec<_>>();
+    let failures = Arc::new(AuthFailures::default());
+    let mut runtimes = Vec::with_capacity(listeners.len());
+    for bound in &listeners {
+        runtimes.push(Arc::new(ListenerRuntime::new(
+            &broker.config,
+            &bound.listener,
+            &broker.security,
+            failures.clone(),
+        )?));
+    }
+    let mut accept_tasks = Vec::with_capacity(listeners.len());
+    for runtime in &runtimes {
+        if runtime.tls.is_some() {
+            tokio::spawn(reload_keystore(runtime.clone(), shutdown_rx.clone()));
+        }
+    }
+    for (bound, runtime) in listeners.into_iter().zip(runtimes) {
+        tracing::info!(listener = %bound.listener.name, protocol = %bound.listener.protocol, addr = %bound.local_addr, "listening");
+        accept_tasks.push(tokio::spawn(accept_loop(
+            bound.socket,
+            runtime,
+            broker.clone(),
+            limit.clone(),
+            quotas.clone(),
+            shutdown_rx.clone(),
+            done_tx.clone(),
+        )));
+    }
     tracing::info!(%local_addr, node_id = broker.config.node_id, cluster_id = %broker.cluster_id, clustered = broker.cluster.is_some(), "broker started");
-    BrokerHandle {
+    Ok(BrokerHandle {
         local_addr,
+        listener_addrs,
         broker,
         shutdown_tx,
-        accept_task,
+        accept_tasks,
         connections_done: done_rx,
-    }
+    })
 }
 
 /// Cluster mode: bind (the registration carries the bound port), join the
@@ -220,9 +279,12 @@ async fn start_clustered(
             source,
         })?;
     }
-    let listener = bind_listener(&config).await?;
-    let local_addr = local_addr_of(&listener)?;
-    let advertised = Broker::advertised_for(&config, local_addr);
+    let listeners = bind_listeners(&config).await?;
+    let advertised = Broker::advertised_for(&config, &bound_addrs(&listeners));
+    let inter = advertised
+        .iter()
+        .find(|l| l.name == config.inter_broker_listener)
+        .unwrap_or(&advertised[0]);
     let settings = ClusterSettings {
         endpoints: config.etcd_endpoints.clone(),
         prefix: config.etcd_prefix.clone(),
@@ -239,9 +301,13 @@ async fn start_clustered(
     let record = BrokerRecord {
         id: config.node_id,
         rack: config.rack.clone(),
-        listener: advertised.name.clone(),
-        host: advertised.host.clone(),
-        port: advertised.port,
+        listener: inter.name.clone(),
+        host: inter.host.clone(),
+        port: inter.port,
+        endpoints: advertised
+            .iter()
+            .map(|l| (l.name.clone(), l.host.clone(), l.port))
+            .collect(),
         shutting_down: false,
     };
     let local_id = config
@@ -266,7 +332,7 @@ async fn start_clustered(
     let mut broker = Broker::new(
         config,
         cluster_id,
-        local_addr,
+        &bound_addrs(&listeners),
         store,
         logs.clone(),
         shutdown_rx.clone(),
@@ -307,13 +373,7 @@ async fn start_clustered(
         cluster,
         shutdown_rx.clone(),
     ));
-    Ok(serve(
-        broker,
-        listener,
-        local_addr,
-        shutdown_tx,
-        shutdown_rx,
-    ))
+    serve(broker, listeners, shutdown_tx, shutdown_rx)
 }
 
 /// Bind the listener with `socket.listen.backlog.size` pending connections
@@ -347,6 +407,7 @@ type Storage = (
     String,
     Arc<DynamicBrokerConfig>,
     crate::offline::RefusedPartitions,
+    Arc<SecurityStore>,
 );
 
 /// Open the topic store, the dynamic broker configs and the log manager
@@ -374,6 +435,10 @@ fn open_storage(
         });
     let cluster_id = store.cluster_id(configured.as_deref())?;
     let dynamic = Arc::new(DynamicBrokerConfig::open(&config.log_dirs[0], config)?);
+    let security = Arc::new(SecurityStore::open(
+        &config.log_dirs[0],
+        crate::broker::authorizer_config(config),
+    )?);
     let (filter, refused) = reconcile::topic_id_filter(store.clone());
     let logs = open_logs(
         config,
@@ -388,7 +453,7 @@ fn open_storage(
     let mut effective = config.clone();
     effective.log_config = (*dynamic.log_defaults()).clone();
     let refused = reconcile::reconcile(&effective, &store, &logs, refused)?;
-    Ok((store, logs, cluster_id, dynamic, refused))
+    Ok((store, logs, cluster_id, dynamic, refused, security))
 }
 
 type ClusteredStorage = (Arc<TopicStore>, Arc<LogManager>, Arc<DynamicBrokerConfig>);
@@ -473,8 +538,43 @@ fn cluster_id_from_log_dirs(dirs: &[std::path::PathBuf]) -> Option<String> {
     })
 }
 
+/// How often a TLS listener looks for a renewed keystore.
+const KEYSTORE_RELOAD_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Re-read a TLS listener's keystore now and then: a renewed certificate
+/// (same subject and names, as Kafka's dynamic keystore update requires)
+/// is used by new connections without a restart; open ones keep theirs. A
+/// keystore that does not load is logged and the old one stays.
+async fn reload_keystore(runtime: Arc<ListenerRuntime>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(KEYSTORE_RELOAD_INTERVAL) => {}
+            _ = shutdown.changed() => return,
+        }
+        let rt = runtime.clone();
+        let reloaded = tokio::task::spawn_blocking(move || {
+            let tls = rt.tls.as_ref().expect("TLS listener");
+            tls.server.reload(&tls.settings)
+        })
+        .await;
+        match reloaded {
+            Ok(Ok(true)) => {
+                tracing::info!(listener = %runtime.listener.name, "TLS keystore reloaded: new connections use the renewed certificate")
+            }
+            Ok(Ok(false)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(listener = %runtime.listener.name, %error, "renewed TLS keystore not loaded; the current one stays")
+            }
+            Err(error) => {
+                tracing::warn!(listener = %runtime.listener.name, %error, "TLS keystore reload task failed")
+            }
+        }
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
+    runtime: Arc<ListenerRuntime>,
     broker: Arc<Broker>,
     limit: Arc<Semaphore>,
     quotas: Arc<ConnectionQuotas>,
@@ -512,8 +612,9 @@ async fn accept_loop(
                 let broker = broker.clone();
                 let shutdown = shutdown.clone();
                 let done = done.clone();
+                let runtime = runtime.clone();
                 tokio::spawn(async move {
-                    connection::run(broker, socket, shutdown).await;
+                    connection::run(broker, runtime, socket, shutdown).await;
                     drop(slot);
                     drop(permit);
                     drop(done);
@@ -548,10 +649,16 @@ pub fn serve_main(config: BrokerConfig) -> Result<(), BrokerError> {
         })?;
     runtime.block_on(async move {
         let handle = start(config).await?;
+        let listening = handle
+            .listener_addrs
+            .iter()
+            .map(|(name, addr)| format!("{name} {addr}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         eprintln!(
             "strata: broker {} listening on {} (cluster id {})",
             handle.broker.config.node_id,
-            handle.local_addr(),
+            listening,
             handle.cluster_id()
         );
         wait_for_signal().await?;

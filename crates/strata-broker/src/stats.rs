@@ -16,6 +16,10 @@ pub(crate) struct Stats {
     pub connections_expired: AtomicU64,
     pub requests: AtomicU64,
     pub produced_batches_bytes: AtomicU64,
+    /// Failed TLS handshakes and SASL authentications.
+    pub authentication_failures: AtomicU64,
+    /// Successful SASL authentications (and re-authentications).
+    pub authentications: AtomicU64,
 }
 
 /// A point-in-time copy of the counters.
@@ -34,6 +38,10 @@ pub struct BrokerStats {
     pub requests: u64,
     /// Bytes of record batches appended by Produce.
     pub produced_bytes: u64,
+    /// Failed TLS handshakes and SASL authentications.
+    pub authentication_failures: u64,
+    /// Successful SASL authentications (and re-authentications).
+    pub authentications: u64,
 }
 
 impl Stats {
@@ -50,6 +58,8 @@ impl Stats {
             connections_expired: self.connections_expired.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
             produced_bytes: self.produced_batches_bytes.load(Ordering::Relaxed),
+            authentication_failures: self.authentication_failures.load(Ordering::Relaxed),
+            authentications: self.authentications.load(Ordering::Relaxed),
         }
     }
 }

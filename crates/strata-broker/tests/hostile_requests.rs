@@ -162,6 +162,13 @@ fn empty(api: ApiKey) -> Option<RequestKind> {
         ApiKey::DescribeProducers => K::DescribeProducers(Default::default()),
         ApiKey::DescribeTransactions => K::DescribeTransactions(Default::default()),
         ApiKey::ListTransactions => K::ListTransactions(Default::default()),
+        ApiKey::SaslHandshake => K::SaslHandshake(Default::default()),
+        ApiKey::SaslAuthenticate => K::SaslAuthenticate(Default::default()),
+        ApiKey::CreateAcls => K::CreateAcls(Default::default()),
+        ApiKey::DescribeAcls => K::DescribeAcls(Default::default()),
+        ApiKey::DeleteAcls => K::DeleteAcls(Default::default()),
+        ApiKey::DescribeUserScramCredentials => K::DescribeUserScramCredentials(Default::default()),
+        ApiKey::AlterUserScramCredentials => K::AlterUserScramCredentials(Default::default()),
         _ => return None,
     })
 }

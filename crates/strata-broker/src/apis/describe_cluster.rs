@@ -33,7 +33,7 @@ pub(crate) async fn handle(
     resp.cluster_id = StrBytes::from_string(broker.cluster_id.clone());
     resp.controller_id = BrokerId(broker.controller_id());
     resp.brokers = broker
-        .live_brokers()
+        .live_brokers(&ctx.session.listener)
         .into_iter()
         .map(|e| {
             let mut b = DescribeClusterBroker::default();

@@ -93,26 +93,40 @@ fn to_wire(
     version: i16,
 ) -> DescribeConfigsResourceResult {
     let mut c = DescribeConfigsResourceResult::default();
+    let sensitive = crate::config_entry::is_sensitive(&e.name);
     c.name = StrBytes::from_string(e.name);
-    c.value = e.value.map(StrBytes::from_string);
+    c.value = if sensitive {
+        None
+    } else {
+        e.value.map(StrBytes::from_string)
+    };
     c.read_only = e.read_only;
     c.config_source = e.source;
-    c.is_sensitive = false;
+    c.is_sensitive = sensitive;
     if synonyms {
         c.synonyms = e
             .synonyms
             .into_iter()
             .map(|(name, value, source)| {
                 let mut s = DescribeConfigsSynonym::default();
+                let hidden = crate::config_entry::is_sensitive(&name);
                 s.name = StrBytes::from_string(name);
-                s.value = value.map(StrBytes::from_string);
+                s.value = if hidden {
+                    None
+                } else {
+                    value.map(StrBytes::from_string)
+                };
                 s.source = source;
                 s
             })
             .collect();
     }
     if version >= 3 {
-        c.config_type = e.config_type;
+        c.config_type = if sensitive {
+            crate::config_entry::PASSWORD_TYPE
+        } else {
+            e.config_type
+        };
         c.documentation = documentation.then(|| StrBytes::from_static_str(e.doc));
     }
     c

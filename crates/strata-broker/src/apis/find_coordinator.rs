@@ -58,11 +58,16 @@ pub(crate) async fn handle(
             return Err(e);
         }
         match &broker.cluster {
-            None => Ok((
-                BrokerId(broker.config.node_id),
-                StrBytes::from_string(broker.advertised.host.clone()),
-                i32::from(broker.advertised.port),
-            )),
+            None => {
+                let own = broker
+                    .advertised_on(&ctx.session.listener)
+                    .ok_or(ResponseError::CoordinatorNotAvailable)?;
+                Ok((
+                    BrokerId(broker.config.node_id),
+                    StrBytes::from_string(own.host.clone()),
+                    i32::from(own.port),
+                ))
+            }
             // The leader of the key's `__consumer_offsets` or
             // `__transaction_state` partition.
             Some(cluster) => {
@@ -82,10 +87,14 @@ pub(crate) async fn handle(
                     .brokers
                     .get(&leader)
                     .ok_or(ResponseError::CoordinatorNotAvailable)?;
+                let (host, port) = b
+                    .record
+                    .endpoint(&ctx.session.listener)
+                    .ok_or(ResponseError::CoordinatorNotAvailable)?;
                 Ok((
                     BrokerId(b.record.id),
-                    StrBytes::from_string(b.record.host.clone()),
-                    i32::from(b.record.port),
+                    StrBytes::from_string(host.to_string()),
+                    i32::from(port),
                 ))
             }
         }

@@ -60,7 +60,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: MetadataRequest) -> Metada
     }
     let mut resp = MetadataResponse::default();
     resp.brokers = broker
-        .live_brokers()
+        .live_brokers(&ctx.session.listener)
         .into_iter()
         .map(|e| {
             let mut b = MetadataResponseBroker::default();

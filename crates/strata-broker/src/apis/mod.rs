@@ -16,12 +16,14 @@ use crate::broker::Broker;
 use crate::error::DispatchError;
 use crate::response::{encode_with, Response};
 
+pub(crate) mod acls;
 pub(crate) mod add_offsets_to_txn;
 pub(crate) mod add_partitions_to_txn;
 pub(crate) mod alter_configs;
 pub(crate) mod alter_partition_reassignments;
 pub(crate) mod alter_replica_log_dirs;
 pub(crate) mod api_versions;
+mod authorize;
 pub(crate) mod configs;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
@@ -52,6 +54,8 @@ pub(crate) mod offset_delete;
 pub(crate) mod offset_fetch;
 pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
+pub(crate) mod sasl;
+pub(crate) mod scram_credentials;
 pub(crate) mod sync_group;
 pub(crate) mod txn_offset_commit;
 pub(crate) mod write_txn_markers;
@@ -100,6 +104,13 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 /// The advertised range of `api`, if served.
@@ -120,6 +131,8 @@ pub(crate) struct RequestContext {
     pub version: i16,
     /// The client's address (JoinGroup records it as the member's host).
     pub peer: Option<std::net::SocketAddr>,
+    /// The connection's listener and principal.
+    pub session: Arc<crate::security::Session>,
 }
 
 /// Decode the body for `ctx.api`, run its handler, encode the response.
@@ -187,6 +200,13 @@ pub(crate) async fn handle(
         ApiKey::DescribeProducers => route!(describe_producers),
         ApiKey::DescribeTransactions => route!(describe_transactions),
         ApiKey::ListTransactions => route!(list_transactions),
+        ApiKey::SaslHandshake => route!(sasl::handshake),
+        ApiKey::SaslAuthenticate => route!(sasl::authenticate),
+        ApiKey::CreateAcls => route!(acls::create),
+        ApiKey::DescribeAcls => route!(acls::describe),
+        ApiKey::DeleteAcls => route!(acls::delete),
+        ApiKey::DescribeUserScramCredentials => route!(scram_credentials::describe),
+        ApiKey::AlterUserScramCredentials => route!(scram_credentials::alter),
         api => Err(DispatchError::UnsupportedVersion {
             api,
             version: ctx.version,

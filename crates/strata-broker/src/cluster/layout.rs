@@ -62,13 +62,32 @@ pub(crate) struct BrokerRecord {
     pub id: i32,
     #[serde(default)]
     pub rack: Option<String>,
+    /// The inter-broker listener's name and advertised endpoint.
     pub listener: String,
     pub host: String,
     pub port: u16,
+    /// Every advertised listener (name, host, port), for clients' Metadata;
+    /// empty in records of brokers that predate multiple listeners.
+    #[serde(default)]
+    pub endpoints: Vec<(String, String, u16)>,
     /// Controlled shutdown asked: the controller moves leadership away
     /// and leaves it out of elections and ISRs.
     #[serde(default)]
     pub shutting_down: bool,
+}
+
+impl BrokerRecord {
+    /// The broker's endpoint on `listener`.
+    pub(crate) fn endpoint(&self, listener: &str) -> Option<(&str, u16)> {
+        if self.endpoints.is_empty() {
+            // A record of one listener only: it serves every client.
+            return Some((self.host.as_str(), self.port));
+        }
+        self.endpoints
+            .iter()
+            .find(|(name, _, _)| name == listener)
+            .map(|(_, host, port)| (host.as_str(), *port))
+    }
 }
 
 /// The elected controller (`controller`, under its broker's lease).

@@ -244,6 +244,7 @@ mod tests {
                         listener: "PLAINTEXT".into(),
                         host: "127.0.0.1".into(),
                         port: 9000 + *id as u16,
+                        endpoints: Vec::new(),
                         shutting_down: false,
                     },
                     epoch: 1,

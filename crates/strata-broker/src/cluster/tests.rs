@@ -38,6 +38,7 @@ fn record(id: i32) -> BrokerRecord {
         listener: "PLAINTEXT".into(),
         host: "127.0.0.1".into(),
         port: 9000 + id as u16,
+        endpoints: Vec::new(),
         shutting_down: false,
     }
 }

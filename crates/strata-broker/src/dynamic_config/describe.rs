@@ -70,11 +70,20 @@ fn entry(name: &str, value: Option<String>, syns: Vec<Synonym>) -> ConfigEntry {
 }
 
 /// The broker's own properties with their effective values.
-fn own_values(c: &BrokerConfig, advertised: &Listener) -> Vec<(&'static str, String)> {
-    let listener = |l: &Listener| format!("{}://{}:{}", l.name, l.host, l.port);
+fn own_values(c: &BrokerConfig, advertised: &[Listener]) -> Vec<(&'static str, String)> {
+    let render = |ls: &[Listener]| {
+        ls.iter()
+            .map(Listener::render)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let mut v = vec![
-        ("listeners", listener(&c.listener)),
-        ("advertised.listeners", listener(advertised)),
+        ("listeners", render(&c.listeners)),
+        ("advertised.listeners", render(advertised)),
+        (
+            "inter.broker.listener.name",
+            c.inter_broker_listener.clone(),
+        ),
         ("node.id", c.node_id.to_string()),
         ("broker.id", c.node_id.to_string()),
         (
@@ -120,7 +129,7 @@ fn own_values(c: &BrokerConfig, advertised: &Listener) -> Vec<(&'static str, Str
 pub(crate) fn broker_entries(
     dynamic: &DynamicBrokerConfig,
     config: &BrokerConfig,
-    advertised: &Listener,
+    advertised: &[Listener],
 ) -> Vec<ConfigEntry> {
     let snap = dynamic.snapshot();
     let statics = dynamic.static_props();
