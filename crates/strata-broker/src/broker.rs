@@ -30,6 +30,7 @@ use crate::stats::Stats;
 use crate::topics::{TopicInfo, TopicStore};
 use crate::txn::coordinator::TxnCoordinator;
 use strata_security::acl::AuthorizerConfig;
+use strata_security::quota::QuotaManager;
 
 /// The authorizer's settings (`super.users`, `allow.everyone.if.no.acl.found`).
 pub(crate) fn authorizer_config(config: &BrokerConfig) -> AuthorizerConfig {
@@ -60,6 +61,8 @@ pub(crate) struct Broker {
     producer_ids: Mutex<ProducerIdBlock>,
     /// ACLs, SCRAM credentials and client quotas.
     pub security: Arc<SecurityStore>,
+    /// The rate sensors of client quotas (`quota.window.*`).
+    pub quota_sensors: Mutex<QuotaManager>,
     /// The consumer-group coordinator (its own locking, see `group::coordinator`).
     pub groups: GroupCoordinator,
     /// The transaction coordinator (its own locking, see `txn::coordinator`).
@@ -120,6 +123,10 @@ impl Broker {
         let advertised = Broker::advertised_for(&config, bound);
         Broker {
             security: Arc::new(SecurityStore::in_memory(authorizer_config(&config))),
+            quota_sensors: Mutex::new(QuotaManager::new(
+                config.security.quota_window_num,
+                config.security.quota_window_size_seconds * 1000,
+            )),
             groups: GroupCoordinator::new(config.group.clone()),
             txn: TxnCoordinator::new(config.txn.clone()),
             verifications: Default::default(),

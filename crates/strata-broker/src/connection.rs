@@ -295,6 +295,7 @@ pub(crate) async fn run(
         }
         match dispatch::dispatch(&broker, frame, auth.session()).await {
             Ok(Some(response)) => {
+                let throttle = response.throttle;
                 // A client that stops reading must not hold up shutdown.
                 let sent = tokio::select! {
                     r = tx.send(response) => r.is_ok(),
@@ -302,6 +303,13 @@ pub(crate) async fn run(
                 };
                 if !sent {
                     break; // writer failed (socket gone) or shutting down
+                }
+                if !throttle.is_zero() {
+                    // Over a client quota: mute the channel (KIP-219).
+                    tokio::select! {
+                        _ = tokio::time::sleep(throttle) => {}
+                        _ = shutdown.changed() => break,
+                    }
                 }
             }
             Ok(None) => {}

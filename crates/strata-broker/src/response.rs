@@ -4,6 +4,8 @@
 //! (`apis`) and the writer (`connection`) use these, so they live below
 //! both.
 
+use std::time::Duration;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ResponseHeader};
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
@@ -24,13 +26,33 @@ pub(crate) enum ResponsePart {
 #[derive(Debug)]
 pub(crate) struct Response {
     pub parts: Vec<ResponsePart>,
+    /// A client quota was exceeded: after this response is written the
+    /// connection reads nothing for this long (Kafka mutes the channel,
+    /// KIP-219); the response carries the same `throttle_time_ms`.
+    pub throttle: Duration,
 }
 
 impl Response {
     pub(crate) fn from_bytes(frame: Bytes) -> Response {
+        Response::from_parts(vec![ResponsePart::Mem(frame)])
+    }
+
+    pub(crate) fn from_parts(parts: Vec<ResponsePart>) -> Response {
         Response {
-            parts: vec![ResponsePart::Mem(frame)],
+            parts,
+            throttle: Duration::ZERO,
         }
+    }
+
+    /// Bytes of the whole frame.
+    pub(crate) fn len(&self) -> u64 {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                ResponsePart::Mem(b) => b.len() as u64,
+                ResponsePart::File(f) => f.len,
+            })
+            .sum()
     }
 }
 

@@ -169,6 +169,8 @@ fn empty(api: ApiKey) -> Option<RequestKind> {
         ApiKey::DeleteAcls => K::DeleteAcls(Default::default()),
         ApiKey::DescribeUserScramCredentials => K::DescribeUserScramCredentials(Default::default()),
         ApiKey::AlterUserScramCredentials => K::AlterUserScramCredentials(Default::default()),
+        ApiKey::DescribeClientQuotas => K::DescribeClientQuotas(Default::default()),
+        ApiKey::AlterClientQuotas => K::AlterClientQuotas(Default::default()),
         _ => return None,
     })
 }

@@ -24,6 +24,7 @@ pub(crate) mod alter_partition_reassignments;
 pub(crate) mod alter_replica_log_dirs;
 pub(crate) mod api_versions;
 mod authorize;
+pub(crate) mod client_quotas;
 pub(crate) mod configs;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
@@ -54,6 +55,7 @@ pub(crate) mod offset_delete;
 pub(crate) mod offset_fetch;
 pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
+mod quotas;
 pub(crate) mod sasl;
 pub(crate) mod scram_credentials;
 pub(crate) mod sync_group;
@@ -111,6 +113,8 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 1, 3),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
 /// The advertised range of `api`, if served.
@@ -152,17 +156,36 @@ pub(crate) async fn handle(
     }
     match ctx.api {
         ApiKey::Produce => {
-            let outcome = produce::handle(&ctx, decode(&ctx, body)?).await;
+            let size = body.len();
+            let mut outcome = produce::handle(&ctx, decode(&ctx, body)?).await;
+            let throttle = quotas::record_produce(&ctx, size);
+            outcome.response.throttle_time_ms = throttle_ms(throttle);
             if outcome.acks != 0 {
-                Ok(Some(encode(&ctx, &outcome.response)?))
+                let mut response = encode(&ctx, &outcome.response)?;
+                response.throttle = throttle;
+                Ok(Some(response))
             } else if outcome.any_error {
                 // acks=0 cannot carry an error: Kafka closes the connection.
                 Err(DispatchError::ProduceFailedWithoutAcks)
+            } else if !throttle.is_zero() {
+                // Nothing to answer, but the channel is still muted.
+                let mut mute = Response::from_parts(Vec::new());
+                mute.throttle = throttle;
+                Ok(Some(mute))
             } else {
                 Ok(None)
             }
         }
-        ApiKey::Fetch => Ok(Some(fetch::handle(&ctx, decode(&ctx, body)?).await)),
+        ApiKey::Fetch => {
+            let req: kafka_protocol::messages::FetchRequest = decode(&ctx, body)?;
+            let consumer = req.replica_id.0 < 0 && req.replica_state.replica_id.0 < 0;
+            let response = fetch::handle(&ctx, req).await;
+            Ok(Some(if consumer {
+                quotas::throttle_fetch(&ctx, response)
+            } else {
+                response
+            }))
+        }
         ApiKey::ListOffsets => route!(list_offsets),
         ApiKey::ApiVersions => route!(api_versions),
         ApiKey::Metadata => route!(metadata),
@@ -207,6 +230,8 @@ pub(crate) async fn handle(
         ApiKey::DeleteAcls => route!(acls::delete),
         ApiKey::DescribeUserScramCredentials => route!(scram_credentials::describe),
         ApiKey::AlterUserScramCredentials => route!(scram_credentials::alter),
+        ApiKey::DescribeClientQuotas => route!(client_quotas::describe),
+        ApiKey::AlterClientQuotas => route!(client_quotas::alter),
         api => Err(DispatchError::UnsupportedVersion {
             api,
             version: ctx.version,
@@ -221,6 +246,11 @@ fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, Disp
         version: ctx.version,
         source: e.into(),
     })
+}
+
+/// A throttle as the protocol's `throttle_time_ms`.
+fn throttle_ms(throttle: std::time::Duration) -> i32 {
+    i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX)
 }
 
 /// Encode `body` as the response to `ctx`: size prefix, response header

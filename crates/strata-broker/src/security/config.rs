@@ -45,6 +45,10 @@ pub struct SecurityConfig {
     pub sasl_max_receive_size: usize,
     /// SASL settings per SASL listener name.
     pub sasl: BTreeMap<String, ListenerSasl>,
+    /// `quota.window.num` (default 11): samples of a client quota's rate.
+    pub quota_window_num: u32,
+    /// `quota.window.size.seconds` (default 1): each sample's span.
+    pub quota_window_size_seconds: i64,
 }
 
 /// One SASL listener's settings.
@@ -196,6 +200,8 @@ impl SecurityConfig {
             )? as u64,
             sasl_max_receive_size: number("sasl.server.max.receive.size", 524_288)? as usize,
             sasl,
+            quota_window_num: number("quota.window.num", 11)?.clamp(1, 1_000) as u32,
+            quota_window_size_seconds: number("quota.window.size.seconds", 1)?.clamp(1, 3_600),
         })
     }
 
@@ -215,6 +221,8 @@ impl SecurityConfig {
                     | "listener.security.protocol.map"
                     | "inter.broker.listener.name"
                     | "security.inter.broker.protocol"
+                    | "quota.window.num"
+                    | "quota.window.size.seconds"
             )
     }
 }

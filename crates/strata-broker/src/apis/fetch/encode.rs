@@ -267,7 +267,7 @@ pub(crate) fn encode_fetch_response(
         patched[..4].copy_from_slice(&size.to_be_bytes());
         *first = patched.freeze();
     }
-    Response { parts: w.parts }
+    Response::from_parts(w.parts)
 }
 
 #[cfg(test)]
