@@ -144,9 +144,37 @@ pub struct BrokerConfig {
     /// are read by each TLS listener when it starts).
     pub security: SecurityConfig,
     /// Every property given (file then overrides), for DescribeConfigs.
-    pub properties: BTreeMap<String, String>,
+    pub properties: Properties,
     /// Values as given, for the rules that read two properties.
     given: Given,
+}
+
+/// The properties as given, name to value. `Debug` hides the values of
+/// secrets (passwords, keys, JAAS configurations), so a logged or printed
+/// configuration never shows them.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Properties(pub BTreeMap<String, String>);
+
+impl std::ops::Deref for Properties {
+    type Target = BTreeMap<String, String>;
+    fn deref(&self) -> &BTreeMap<String, String> {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Properties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(k, v)| {
+                let shown = if crate::config_entry::is_sensitive(k) {
+                    "[hidden]"
+                } else {
+                    v.as_str()
+                };
+                (k, shown)
+            }))
+            .finish()
+    }
 }
 
 /// Properties whose meaning depends on another one; resolved after the
@@ -681,7 +709,7 @@ impl BrokerConfig {
             log_config,
             log_retention_check_interval_ms: 0,
             security: SecurityConfig::default(),
-            properties: BTreeMap::new(),
+            properties: Properties::default(),
             given: Given::default(),
         };
         let mut c = defaults(TABLE, blank);
@@ -748,7 +776,7 @@ impl BrokerConfig {
                 tracing::warn!(property = %name, "unknown broker configuration (kept, not used)");
             }
         }
-        c.properties = props;
+        c.properties = Properties(props);
         Ok(c)
     }
 
@@ -1302,6 +1330,13 @@ mod tests {
         assert_eq!(c.advertised_listeners[0].host, "kafka.example");
         assert_eq!(c.inter_broker_listener, "INTERNAL");
         assert_eq!(c.security.sasl["EXTERNAL"].mechanisms, ["PLAIN"]);
+        let secret =
+            BrokerConfig::from_properties(props(&[("ssl.keystore.password", "s3cret-pw")]))
+                .unwrap();
+        assert!(
+            !format!("{secret:?}").contains("s3cret-pw"),
+            "Debug shows a password"
+        );
         // A SASL listener without a served mechanism is refused at load.
         let err =
             BrokerConfig::from_properties(props(&[("listeners", "SASL_SSL://h:1")])).unwrap_err();

@@ -87,8 +87,8 @@ mod txn_markers;
 mod txn_verify;
 
 pub use config::{
-    BrokerConfig, ConfigError, ConnectionLimits, Listener, SecurityProtocol, DEFAULT_LISTENERS,
-    DEFAULT_LOG_DIR,
+    BrokerConfig, ConfigError, ConnectionLimits, Listener, Properties, SecurityProtocol,
+    DEFAULT_LISTENERS, DEFAULT_LOG_DIR,
 };
 pub use dispatch::decode_request;
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};

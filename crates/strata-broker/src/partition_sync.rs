@@ -37,6 +37,9 @@ pub(crate) async fn run(
     let mut rx = cluster.subscribe();
     loop {
         let next = rx.borrow_and_update().clone();
+        if let Err(error) = broker.security.apply_cluster(&next.security) {
+            tracing::warn!(error = %strata_log::ErrorChain(&error), "ignoring an unreadable security document in etcd");
+        }
         if next.revision != cluster.applied().revision {
             let previous = cluster.applied();
             let snapshot = next.clone();

@@ -339,6 +339,11 @@ async fn start_clustered(
         dynamic,
     );
     broker.cluster = Some(cluster.clone());
+    broker.security = Arc::new(SecurityStore::clustered(
+        cluster.clone(),
+        crate::broker::authorizer_config(&broker.config),
+        &cluster.subscribe().borrow().security,
+    )?);
     let replicas = ReplicaManager::new(
         cluster.clone(),
         broker.config.replication.clone(),

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+use super::layout::Versioned;
 use super::layout::{self, PartitionRecord, TopicRecord};
 use super::store::{Cond, Op};
 use super::{Cluster, ClusterError};
@@ -96,6 +97,42 @@ impl Cluster {
             Op::Put(key.clone(), json(configs))
         };
         self.write(&[Cond::ModRevision(key, expected)], &[op]).await
+    }
+
+    /// Replace the security store's document read at `expected` (0:
+    /// absent); `Ok(false)` if it changed since.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn put_security(
+        &self,
+        expected: i64,
+        document: Vec<u8>,
+    ) -> Result<bool, ClusterError> {
+        let key = layout::SECURITY.to_string();
+        self.write(
+            &[Cond::ModRevision(key.clone(), expected)],
+            &[Op::Put(key, document)],
+        )
+        .await
+    }
+
+    /// The security document as etcd holds it now.
+    ///
+    /// # Errors
+    /// etcd unreachable.
+    pub(crate) async fn security_document(
+        &self,
+    ) -> Result<Versioned<Option<String>>, ClusterError> {
+        let r = self.store.get(layout::SECURITY).await;
+        self.note(&r);
+        Ok(match r? {
+            Some(raw) => Versioned {
+                value: String::from_utf8(raw.value).ok(),
+                mod_revision: raw.mod_revision,
+            },
+            None => Versioned::default(),
+        })
     }
 
     /// A leader's change of its partition's ISR (Kafka's AlterPartition):

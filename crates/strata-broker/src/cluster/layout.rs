@@ -14,6 +14,7 @@
 //! | `deleted-topics/<id>`         | the deleted topic's name   | DeleteTopics |
 //! | `configs/brokers/<id or empty>` | `{name: value}`          | AlterConfigs, CAS |
 //! | `producer-ids`                | next unreserved id (text)  | CAS counter |
+//! | `security`                    | ACLs, SCRAM credentials, quotas (JSON, `security::store`) | security APIs, CAS |
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,6 +30,7 @@ pub(crate) const TOPICS: &str = "topics/";
 pub(crate) const PARTITIONS: &str = "partitions/";
 pub(crate) const DELETED_TOPICS: &str = "deleted-topics/";
 pub(crate) const BROKER_CONFIGS: &str = "configs/brokers/";
+pub(crate) const SECURITY: &str = "security";
 
 pub(crate) fn broker_key(id: i32) -> String {
     format!("{BROKERS}{id}")
@@ -207,6 +209,8 @@ pub(crate) struct Snapshot {
     pub deleted_topics: BTreeSet<Uuid>,
     pub broker_configs: BTreeMap<String, Versioned<BTreeMap<String, String>>>,
     pub producer_ids: Versioned<i64>,
+    /// The security store's document (JSON text; parsed by `security::store`).
+    pub security: Versioned<Option<String>>,
 }
 
 impl Snapshot {
@@ -248,6 +252,8 @@ impl Snapshot {
         } else if key == CONTROLLER_EPOCH {
             let epoch = text()?.parse().map_err(|_| "not an epoch")?;
             self.controller_epoch = versioned(raw, epoch);
+        } else if key == SECURITY {
+            self.security = versioned(raw, Some(text()?.to_string()));
         } else if key == PRODUCER_IDS {
             let next = text()?.parse().map_err(|_| "not a producer id")?;
             self.producer_ids = versioned(raw, next);

@@ -212,7 +212,7 @@ impl DynamicBrokerConfig {
         }
         DynamicBrokerConfig {
             node_id: config.node_id,
-            static_props: config.properties.clone(),
+            static_props: config.properties.0.clone(),
             path,
             state: RwLock::new(state),
             writer: Mutex::new(()),
@@ -417,7 +417,7 @@ impl State {
             snapshot: Arc::new(Snapshot {
                 per_broker: BTreeMap::new(),
                 cluster_default: BTreeMap::new(),
-                merged: config.properties.clone(),
+                merged: config.properties.0.clone(),
             }),
             log_defaults: Arc::new(config.log_config.clone()),
         }

@@ -16,6 +16,11 @@
 //! ```
 //! Invariants: credentials are stored salted as Kafka stores them (never a
 //! password); a missing file is the empty document.
+//!
+//! In cluster mode the same document is the etcd key `security`: a change
+//! is a compare-and-swap on the revision it was read at (retried on the
+//! newer document when another broker changed it first), and every broker
+//! takes the newer document from its metadata watch ([`SecurityStore::apply_cluster`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -49,6 +54,10 @@ pub enum SecurityStoreError {
     },
     #[error("{path} has format version {version}; this Strata reads version {FORMAT_VERSION}")]
     Version { path: PathBuf, version: u32 },
+    #[error("cannot write the security document to etcd")]
+    Cluster(#[source] crate::cluster::ClusterError),
+    #[error("the security document in etcd kept changing under this update ({attempts} attempts)")]
+    Contended { attempts: u32 },
     #[error("{path}: SCRAM credential of {user} ({mechanism}) is unreadable: {reason}")]
     Credential {
         path: PathBuf,
@@ -80,6 +89,8 @@ pub(crate) struct SecurityState {
     pub quotas: QuotaConfigs,
     /// The document it was built from (what the next change starts from).
     pub document: Document,
+    /// Cluster mode: the etcd revision of `document` (0: absent).
+    pub revision: i64,
 }
 
 /// The store: an immutable current state, replaced whole on each change.
@@ -89,6 +100,8 @@ pub(crate) struct SecurityState {
 #[derive(Debug)]
 pub(crate) struct SecurityStore {
     path: Option<PathBuf>,
+    /// Cluster mode: changes go to etcd.
+    cluster: Option<Arc<crate::cluster::Cluster>>,
     config: AuthorizerConfig,
     state: RwLock<Arc<SecurityState>>,
     write: Mutex<()>,
@@ -105,21 +118,23 @@ impl SecurityStore {
     ) -> Result<SecurityStore, SecurityStoreError> {
         let path = dir.join(SECURITY_FILE);
         let doc = load(&path)?;
-        let state = build(&path, &config, doc)?;
+        let state = build(&path, &config, doc, 0)?;
         Ok(SecurityStore {
             path: Some(path),
+            cluster: None,
             config,
             state: RwLock::new(Arc::new(state)),
             write: Mutex::new(()),
         })
     }
 
-    /// A store kept in memory only (cluster mode fills it from etcd).
+    /// A store kept in memory only (until the broker opens its own).
     pub(crate) fn in_memory(config: AuthorizerConfig) -> SecurityStore {
-        let state = build(Path::new(""), &config, Document::default())
+        let state = build(Path::new(""), &config, Document::default(), 0)
             .expect("the empty document is valid");
         SecurityStore {
             path: None,
+            cluster: None,
             config,
             state: RwLock::new(Arc::new(state)),
             write: Mutex::new(()),
@@ -131,43 +146,113 @@ impl SecurityStore {
         self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Cluster mode: the document is etcd's `security` key, first read from
+    /// `first` (the snapshot the broker starts from).
+    ///
+    /// # Errors
+    /// The document in etcd does not parse or build.
+    pub(crate) fn clustered(
+        cluster: Arc<crate::cluster::Cluster>,
+        config: AuthorizerConfig,
+        first: &crate::cluster::Versioned<Option<String>>,
+    ) -> Result<SecurityStore, SecurityStoreError> {
+        let store = SecurityStore {
+            path: None,
+            cluster: Some(cluster),
+            state: RwLock::new(Arc::new(
+                build(Path::new(""), &config, Document::default(), 0)
+                    .expect("the empty document is valid"),
+            )),
+            config,
+            write: Mutex::new(()),
+        };
+        store.apply_cluster(first)?;
+        Ok(store)
+    }
+
+    /// Cluster mode: take etcd's document when it is newer than ours.
+    ///
+    /// # Errors
+    /// The document does not parse or build (the current one stays).
+    pub(crate) fn apply_cluster(
+        &self,
+        value: &crate::cluster::Versioned<Option<String>>,
+    ) -> Result<(), SecurityStoreError> {
+        if value.mod_revision <= self.snapshot().revision {
+            return Ok(());
+        }
+        let path = PathBuf::from("etcd:security");
+        let doc = match &value.value {
+            None => Document {
+                version: FORMAT_VERSION,
+                ..Document::default()
+            },
+            Some(text) => parse(&path, text.as_bytes())?,
+        };
+        let state = build(&path, &self.config, doc, value.mod_revision)?;
+        let mut current = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if value.mod_revision > current.revision {
+            *current = Arc::new(state);
+        }
+        Ok(())
+    }
+
     /// Change the document with `f`, persist it, then make it current.
     /// `f` returns `(changed, result)`; an unchanged document is not written.
+    /// Blocking (file I/O, or an etcd round trip in cluster mode): call it
+    /// off the async executor.
     ///
     /// # Errors
     /// Persisting failed (the old state stays current) or the new document
     /// does not build.
     pub(crate) fn update<R>(
         &self,
-        f: impl FnOnce(&mut Document) -> (bool, R),
+        mut f: impl FnMut(&mut Document) -> (bool, R),
     ) -> Result<R, SecurityStoreError> {
         let _write = self.write.lock().unwrap_or_else(|p| p.into_inner());
-        let mut doc = self.snapshot().document.clone();
-        let (changed, result) = f(&mut doc);
-        if !changed {
+        const ATTEMPTS: u32 = 20;
+        for _ in 0..ATTEMPTS {
+            let current = self.snapshot();
+            let mut doc = current.document.clone();
+            let (changed, result) = f(&mut doc);
+            if !changed {
+                return Ok(result);
+            }
+            doc.version = FORMAT_VERSION;
+            let path = self.path.clone().unwrap_or_default();
+            let mut state = build(&path, &self.config, doc, current.revision)?;
+            if let Some(path) = &self.path {
+                persist(path, &state.document)?;
+            }
+            if let Some(cluster) = &self.cluster {
+                let bytes = serde_json::to_vec(&state.document).map_err(|source| {
+                    SecurityStoreError::Parse {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                let runtime = tokio::runtime::Handle::current();
+                let written = runtime
+                    .block_on(cluster.put_security(current.revision, bytes))
+                    .map_err(SecurityStoreError::Cluster)?;
+                if !written {
+                    // Another broker changed it first: wait for the newer
+                    // document to arrive through the watch, then redo `f` on it.
+                    let latest = runtime.block_on(cluster.security_document());
+                    match latest {
+                        Ok(v) => self.apply_cluster(&v)?,
+                        Err(e) => return Err(SecurityStoreError::Cluster(e)),
+                    }
+                    continue;
+                }
+                // The watch brings the written revision; until then the
+                // revision read stays, so a CAS on it fails and re-reads.
+                state.revision = current.revision;
+            }
+            *self.state.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(state);
             return Ok(result);
         }
-        doc.version = FORMAT_VERSION;
-        let path = self.path.clone().unwrap_or_default();
-        let state = build(&path, &self.config, doc)?;
-        if let Some(path) = &self.path {
-            persist(path, &state.document)?;
-        }
-        *self.state.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(state);
-        Ok(result)
-    }
-
-    /// Replace the whole document (cluster mode: a newer copy from etcd).
-    ///
-    /// # Errors
-    /// The document does not build.
-    #[allow(dead_code)]
-    pub(crate) fn replace(&self, doc: Document) -> Result<(), SecurityStoreError> {
-        let _write = self.write.lock().unwrap_or_else(|p| p.into_inner());
-        let path = self.path.clone().unwrap_or_default();
-        let state = build(&path, &self.config, doc)?;
-        *self.state.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(state);
-        Ok(())
+        Err(SecurityStoreError::Contended { attempts: ATTEMPTS })
     }
 }
 
@@ -175,6 +260,7 @@ fn build(
     path: &Path,
     config: &AuthorizerConfig,
     doc: Document,
+    revision: i64,
 ) -> Result<SecurityState, SecurityStoreError> {
     let mut scram = BTreeMap::new();
     for (user, creds) in &doc.scram {
@@ -200,6 +286,7 @@ fn build(
         scram,
         quotas: doc.quotas.clone(),
         document: doc,
+        revision,
     })
 }
 
@@ -220,8 +307,12 @@ fn load(path: &Path) -> Result<Document, SecurityStoreError> {
             })
         }
     };
+    parse(path, &bytes)
+}
+
+fn parse(path: &Path, bytes: &[u8]) -> Result<Document, SecurityStoreError> {
     let doc: Document =
-        serde_json::from_slice(&bytes).map_err(|source| SecurityStoreError::Parse {
+        serde_json::from_slice(bytes).map_err(|source| SecurityStoreError::Parse {
             path: path.to_path_buf(),
             source,
         })?;
