@@ -47,7 +47,6 @@ pub(crate) fn is_sensitive(name: &str) -> bool {
         || name.ends_with("ssl.keystore.key")
         || name.ends_with("ssl.truststore.certificates")
         || name.ends_with("ssl.keystore.certificate.chain")
-        || name.ends_with("sasl.oauthbearer.jwks.endpoint.url") && name.contains('@')
 }
 
 pub(crate) fn config_type(kind: ConfigType) -> i8 {
@@ -58,5 +57,33 @@ pub(crate) fn config_type(kind: ConfigType) -> i8 {
         ConfigType::Long => 5,
         ConfigType::Double => 6,
         ConfigType::List => 7,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_sensitive;
+
+    #[test]
+    fn secrets_are_sensitive_with_or_without_a_listener_prefix() {
+        for name in [
+            "ssl.keystore.password",
+            "ssl.key.password",
+            "ssl.truststore.password",
+            "ssl.keystore.key",
+            "listener.name.external.ssl.keystore.key",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config",
+            "sasl.jaas.config",
+        ] {
+            assert!(is_sensitive(name), "{name}");
+        }
+        for name in [
+            "ssl.keystore.location",
+            "log.retention.ms",
+            "listeners",
+            "super.users",
+        ] {
+            assert!(!is_sensitive(name), "{name}");
+        }
     }
 }
