@@ -4,6 +4,13 @@
 //! allowed, as in Kafka. A denial is logged (Kafka's `kafka.authorizer.logger`
 //! logs denials at INFO) with the principal, operation and resource, never
 //! the request's data.
+//!
+//! Each handler makes its API's checks (Kafka 3.9's `KafkaApis` and the
+//! controller's, in their order) before it touches a log, a coordinator or
+//! the topic store: a denied resource never reaches the code with side
+//! effects, and topic checks come before existence checks so a denied
+//! principal cannot tell which topics exist. Produce checks no
+//! IDEMPOTENT_WRITE (Kafka authorizes idempotence at InitProducerId only).
 
 use strata_security::acl::{java_host_address, AclOperation, ResourceType};
 
