@@ -13,6 +13,9 @@ use crate::topics::TopicStoreError;
 pub(crate) enum ApiError {
     #[error("this server does not host this topic-partition")]
     UnknownTopicOrPartition,
+    /// The principal may not do this to the topic (its ACLs say no).
+    #[error("not authorized to access this topic")]
+    TopicAuthorizationFailed,
     #[error("unknown topic id")]
     UnknownTopicId,
     #[error("invalid topic name: {reason}")]

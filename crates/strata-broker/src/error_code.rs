@@ -43,6 +43,7 @@ impl ApiError {
         use ResponseError as R;
         match self {
             ApiError::UnknownTopicOrPartition => R::UnknownTopicOrPartition,
+            ApiError::TopicAuthorizationFailed => R::TopicAuthorizationFailed,
             ApiError::UnknownTopicId => R::UnknownTopicId,
             ApiError::InvalidTopic { .. } => R::InvalidTopicException,
             ApiError::InvalidPartitions { .. } => R::InvalidPartitions,

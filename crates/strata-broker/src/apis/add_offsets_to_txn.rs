@@ -4,6 +4,7 @@
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 
@@ -13,6 +14,22 @@ pub(crate) async fn handle(
 ) -> AddOffsetsToTxnResponse {
     let broker = &ctx.broker;
     let mut resp = AddOffsetsToTxnResponse::default();
+    if !ctx.authorize(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        req.transactional_id.0.as_str(),
+    ) {
+        resp.error_code = ResponseError::TransactionalIdAuthorizationFailed.code();
+        return resp;
+    }
+    if !ctx.authorize(
+        AclOperation::Read,
+        ResourceType::Group,
+        req.group_id.0.as_str(),
+    ) {
+        resp.error_code = ResponseError::GroupAuthorizationFailed.code();
+        return resp;
+    }
     let partition = broker.offsets_partition_of(req.group_id.0.as_str());
     let r = broker
         .txn

@@ -11,6 +11,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::txn::metadata::TxnPartition;
@@ -51,10 +52,32 @@ async fn one(
     verify_only: bool,
 ) -> Vec<(TxnPartition, i16)> {
     let broker = &ctx.broker;
+    // Producers (v0–3) need WRITE on the transactional id and on every
+    // topic; brokers (v4+) were authorized for the whole request.
+    let from_client = ctx.version < 4;
+    if from_client && !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id) {
+        let code = ResponseError::TransactionalIdAuthorizationFailed.code();
+        return partitions.into_iter().map(|p| (p, code)).collect();
+    }
+    let writable = if from_client {
+        ctx.authorized_names(
+            AclOperation::Write,
+            ResourceType::Topic,
+            partitions
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .filter(|t| !crate::topics::is_internal(t)),
+        )
+    } else {
+        Default::default()
+    };
     let mut bad = Vec::new();
     for (t, p) in &partitions {
         let code = match broker.topics.get(t) {
             _ if crate::topics::is_internal(t) && !verify_only => {
+                Some(ResponseError::TopicAuthorizationFailed)
+            }
+            _ if from_client && !writable.contains(t) => {
                 Some(ResponseError::TopicAuthorizationFailed)
             }
             Some(info) if *p >= 0 && *p < info.partitions => None,
@@ -110,6 +133,11 @@ pub(crate) async fn handle(
     req: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
     let mut resp = AddPartitionsToTxnResponse::default();
+    if ctx.version >= 4 && !ctx.authorize_cluster(AclOperation::ClusterAction) {
+        // v4+ only comes from brokers verifying transactional batches.
+        resp.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        return resp;
+    }
     if ctx.version < 4 {
         let per = one(
             ctx,

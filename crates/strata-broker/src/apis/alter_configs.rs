@@ -11,12 +11,14 @@
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use strata_log::{ConfigType, LogConfig};
+use strata_security::acl::AclOperation;
 
 use super::RequestContext;
 use crate::api_error::ApiError;
@@ -30,6 +32,8 @@ use crate::dynamic_config::{self, apply_list_op, ConfigOp as Op, DynamicConfigEr
 enum Failure {
     Api(ApiError),
     Broker(DynamicConfigError),
+    /// ALTER_CONFIGS denied (TOPIC_ / CLUSTER_AUTHORIZATION_FAILED).
+    Denied(ResponseError),
 }
 
 impl Failure {
@@ -37,6 +41,7 @@ impl Failure {
         match self {
             Failure::Api(e) => e.code(),
             Failure::Broker(e) => e.code(),
+            Failure::Denied(e) => e.code(),
         }
     }
 
@@ -44,6 +49,7 @@ impl Failure {
         match self {
             Failure::Api(e) => e.message(),
             Failure::Broker(e) => e.to_string(),
+            Failure::Denied(e) => e.to_string(),
         }
     }
 }
@@ -84,9 +90,10 @@ pub(crate) async fn handle(ctx: &RequestContext, req: AlterConfigsRequest) -> Al
             (r.resource_type, r.resource_name.to_string(), ops)
         })
         .collect();
+    let denied = denials(ctx, &resources);
     let results = ctx
         .broker
-        .blocking(move |b| apply_all(b, resources, validate_only, false))
+        .blocking(move |b| apply_all(b, resources, denied, validate_only, false))
         .await;
     let mut resp = AlterConfigsResponse::default();
     for (ty, name, result) in results {
@@ -125,9 +132,10 @@ pub(crate) async fn handle_incremental(
             (r.resource_type, r.resource_name.to_string(), ops)
         })
         .collect();
+    let denied = denials(ctx, &resources);
     let results = ctx
         .broker
-        .blocking(move |b| apply_all(b, resources, validate_only, true))
+        .blocking(move |b| apply_all(b, resources, denied, validate_only, true))
         .await;
     let mut resp = IncrementalAlterConfigsResponse::default();
     for (ty, name, result) in results {
@@ -146,19 +154,36 @@ pub(crate) async fn handle_incremental(
 /// Apply every resource's ops, each resource on its own (a resource named
 /// twice fails both times): `incremental` selects IncrementalAlterConfigs'
 /// per-op semantics, otherwise AlterConfigs replaces the whole set.
+/// ALTER_CONFIGS on each resource (see `authorize_config_resource`).
+fn denials(
+    ctx: &RequestContext,
+    resources: &[(i8, String, Vec<Op>)],
+) -> Vec<Option<ResponseError>> {
+    resources
+        .iter()
+        .map(|(ty, name, _)| {
+            ctx.authorize_config_resource(AclOperation::AlterConfigs, *ty, name)
+                .err()
+        })
+        .collect()
+}
+
 fn apply_all(
     b: &Broker,
     resources: Vec<(i8, String, Vec<Op>)>,
+    denied: Vec<Option<ResponseError>>,
     validate_only: bool,
     incremental_ops: bool,
 ) -> Vec<(i8, String, Result<(), Failure>)> {
     let dup = duplicated(&resources);
     resources
         .into_iter()
-        .zip(dup)
-        .map(|((ty, name, ops), dup)| {
+        .zip(dup.into_iter().zip(denied))
+        .map(|((ty, name, ops), (dup, denied))| {
             let r = if dup {
                 Err(DUPLICATE_RESOURCE)
+            } else if let Some(e) = denied {
+                Err(Failure::Denied(e))
             } else if incremental_ops {
                 let base = b.log_defaults();
                 apply(

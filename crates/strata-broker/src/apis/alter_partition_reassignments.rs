@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
 };
@@ -11,6 +12,7 @@ use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::AclOperation;
 
 use super::RequestContext;
 
@@ -18,6 +20,32 @@ pub(crate) async fn handle(
     ctx: &RequestContext,
     req: AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
+    if !ctx.authorize_cluster(AclOperation::Alter) {
+        let code = ResponseError::ClusterAuthorizationFailed.code();
+        let mut resp = AlterPartitionReassignmentsResponse::default();
+        resp.error_code = code;
+        resp.allow_replication_factor_change = true;
+        resp.responses = req
+            .topics
+            .into_iter()
+            .map(|t| {
+                let mut out = ReassignableTopicResponse::default();
+                out.name = t.name;
+                out.partitions = t
+                    .partitions
+                    .into_iter()
+                    .map(|p| {
+                        let mut pr = ReassignablePartitionResponse::default();
+                        pr.partition_index = p.partition_index;
+                        pr.error_code = code;
+                        pr
+                    })
+                    .collect();
+                out
+            })
+            .collect();
+        return resp;
+    }
     let requests: crate::leadership::ReassignRequests = req
         .topics
         .into_iter()

@@ -22,6 +22,7 @@ use kafka_protocol::messages::{
     AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, TopicName,
 };
 use strata_log::{LogDirMove, TopicPartition};
+use strata_security::acl::AclOperation;
 
 use super::RequestContext;
 use crate::error_code::log_error_code;
@@ -30,6 +31,33 @@ pub(crate) async fn handle(
     ctx: &RequestContext,
     req: AlterReplicaLogDirsRequest,
 ) -> AlterReplicaLogDirsResponse {
+    if !ctx.authorize_cluster(AclOperation::Alter) {
+        // Kafka's error response: every partition, nothing moved.
+        let code = ResponseError::ClusterAuthorizationFailed.code();
+        let mut by_topic: BTreeMap<TopicName, Vec<AlterReplicaLogDirPartitionResult>> =
+            BTreeMap::new();
+        for dir in req.dirs {
+            for t in dir.topics {
+                for p in t.partitions {
+                    let mut r = AlterReplicaLogDirPartitionResult::default();
+                    r.partition_index = p;
+                    r.error_code = code;
+                    by_topic.entry(t.name.clone()).or_default().push(r);
+                }
+            }
+        }
+        let mut resp = AlterReplicaLogDirsResponse::default();
+        resp.results = by_topic
+            .into_iter()
+            .map(|(name, partitions)| {
+                let mut t = AlterReplicaLogDirTopicResult::default();
+                t.topic_name = name;
+                t.partitions = partitions;
+                t
+            })
+            .collect();
+        return resp;
+    }
     ctx.broker
         .blocking(move |b| {
             let mut by_topic: BTreeMap<TopicName, Vec<AlterReplicaLogDirPartitionResult>> =

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::api_error::ApiError;
@@ -22,6 +23,11 @@ pub(crate) async fn handle(
         .filter(|t| !names.insert(t.name.to_string()))
         .map(|t| t.name.to_string())
         .collect();
+    let alterable = ctx.authorized_names(
+        AclOperation::Alter,
+        ResourceType::Topic,
+        req.topics.iter().map(|t| t.name.as_str()),
+    );
     ctx.broker
         .blocking(move |b| {
             let mut resp = CreatePartitionsResponse::default();
@@ -31,6 +37,8 @@ pub(crate) async fn handle(
                     Err(ApiError::InvalidRequest {
                         reason: "duplicate topic name in request",
                     })
+                } else if !alterable.contains(&name) {
+                    Err(ApiError::TopicAuthorizationFailed)
                 } else {
                     check_assignments(b.config.node_id, &t)
                         .and_then(|_| b.add_partitions(&name, t.count, validate_only))

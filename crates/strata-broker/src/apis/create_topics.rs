@@ -11,6 +11,7 @@ use kafka_protocol::messages::create_topics_response::{
 };
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::configs::topic_entries;
 use super::RequestContext;
@@ -23,6 +24,16 @@ pub(crate) async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> Cr
     for t in &req.topics {
         *seen.entry(t.name.to_string()).or_default() += 1;
     }
+    // CREATE on the cluster, else on each topic; the created topic's
+    // configs are returned only with DESCRIBE_CONFIGS on it.
+    let names = || req.topics.iter().map(|t| t.name.as_str());
+    let creatable = if ctx.authorize_cluster_quietly(AclOperation::Create) {
+        names().map(str::to_string).collect()
+    } else {
+        ctx.authorized_names(AclOperation::Create, ResourceType::Topic, names())
+    };
+    let describable =
+        ctx.authorized_names(AclOperation::DescribeConfigs, ResourceType::Topic, names());
     let validate_only = req.validate_only;
     let version = ctx.version;
     let topics = req.topics;
@@ -35,10 +46,14 @@ pub(crate) async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> Cr
                     Err(ApiError::InvalidRequest {
                         reason: "duplicate topic name in request",
                     })
+                } else if !creatable.contains(&name) {
+                    Err(ApiError::TopicAuthorizationFailed)
                 } else {
                     create_one(b, &t, validate_only)
                 };
-                resp.topics.push(answer(b, t, result, version));
+                let configs_visible = describable.contains(&name);
+                resp.topics
+                    .push(answer(b, t, result, version, configs_visible));
             }
             resp
         })
@@ -112,6 +127,7 @@ fn answer(
     t: CreatableTopic,
     result: Result<TopicInfo, ApiError>,
     version: i16,
+    configs_visible: bool,
 ) -> CreatableTopicResult {
     let mut r = CreatableTopicResult::default();
     r.name = t.name;
@@ -121,6 +137,11 @@ fn answer(
             if version >= 5 {
                 r.num_partitions = info.partitions;
                 r.replication_factor = 1;
+            }
+            if version >= 5 && !configs_visible {
+                r.topic_config_error_code = ApiError::TopicAuthorizationFailed.code();
+                r.configs = None;
+            } else if version >= 5 {
                 r.configs = Some(
                     topic_entries(b, &info)
                         .into_iter()

@@ -7,6 +7,7 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use strata_log::Offset;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::api_error::ApiError;
@@ -15,6 +16,12 @@ pub(crate) async fn handle(
     ctx: &RequestContext,
     req: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
+    // DELETE on each topic, before its existence.
+    let deletable = ctx.authorized_names(
+        AclOperation::Delete,
+        ResourceType::Topic,
+        req.topics.iter().map(|t| t.name.as_str()),
+    );
     let resp = ctx
         .broker
         .blocking(move |b| {
@@ -22,13 +29,14 @@ pub(crate) async fn handle(
             for t in req.topics {
                 let mut out = DeleteRecordsTopicResult::default();
                 out.name = t.name.clone();
+                let allowed = deletable.contains(t.name.as_str());
                 for p in t.partitions {
                     let mut r = DeleteRecordsPartitionResult::default();
                     r.partition_index = p.partition_index;
-                    let result = b
-                        .topics
-                        .get(t.name.as_str())
-                        .ok_or(ApiError::UnknownTopicOrPartition)
+                    let result = allowed
+                        .then(|| b.topics.get(t.name.as_str()))
+                        .ok_or(ApiError::TopicAuthorizationFailed)
+                        .and_then(|info| info.ok_or(ApiError::UnknownTopicOrPartition))
                         .and_then(|info| b.partition_log(&info, p.partition_index))
                         .and_then(|log| {
                             let hw = log.high_watermark();

@@ -6,13 +6,11 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 
 const BROKERS: i8 = 1;
-/// Cluster operations allowed without an authorizer (see Metadata).
-const CLUSTER_OPERATIONS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 pub(crate) async fn handle(
     ctx: &RequestContext,
@@ -45,7 +43,12 @@ pub(crate) async fn handle(
         })
         .collect();
     if req.include_cluster_authorized_operations {
-        resp.cluster_authorized_operations = CLUSTER_OPERATIONS;
+        // Kafka's AuthHelper: the bit field needs DESCRIBE on the cluster.
+        resp.cluster_authorized_operations = if ctx.authorize_cluster(AclOperation::Describe) {
+            ctx.authorized_operations(ResourceType::Cluster, super::authorize::CLUSTER)
+        } else {
+            0
+        };
     }
     resp
 }

@@ -8,6 +8,7 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::AclOperation;
 
 use super::configs::topic_entries;
 use super::RequestContext;
@@ -26,6 +27,15 @@ pub(crate) async fn handle(
         let mut out = DescribeConfigsResult::default();
         out.resource_type = r.resource_type;
         out.resource_name = r.resource_name.clone();
+        if let Err(e) = ctx.authorize_config_resource(
+            AclOperation::DescribeConfigs,
+            r.resource_type,
+            r.resource_name.as_str(),
+        ) {
+            out.error_code = e.code();
+            resp.results.push(out);
+            continue;
+        }
         let entries: Result<Vec<ConfigEntry>, ApiError> = match r.resource_type {
             resource::TOPIC => match broker.topics.get(r.resource_name.as_str()) {
                 Some(info) => Ok(topic_entries(broker, &info)),

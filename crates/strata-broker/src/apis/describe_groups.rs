@@ -2,9 +2,11 @@
 //! Stable group also shows each member's subscription and assignment. An
 //! unknown group is described as Dead with no error, as Kafka does.
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::error_code::code_of;
@@ -15,6 +17,17 @@ pub(crate) async fn handle(
 ) -> DescribeGroupsResponse {
     let mut resp = DescribeGroupsResponse::default();
     for group_id in req.groups {
+        if !ctx.authorize(
+            AclOperation::Describe,
+            ResourceType::Group,
+            group_id.as_str(),
+        ) {
+            let mut g = DescribedGroup::default();
+            g.group_id = group_id;
+            g.error_code = ResponseError::GroupAuthorizationFailed.code();
+            resp.groups.push(g);
+            continue;
+        }
         let s = ctx
             .broker
             .groups
@@ -42,6 +55,10 @@ pub(crate) async fn handle(
                 out
             })
             .collect();
+        if ctx.version >= 3 && req.include_authorized_operations {
+            g.authorized_operations =
+                ctx.authorized_operations(ResourceType::Group, g.group_id.as_str());
+        }
         resp.groups.push(g);
     }
     resp

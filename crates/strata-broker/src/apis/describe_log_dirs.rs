@@ -12,6 +12,7 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::AclOperation;
 
 use super::RequestContext;
 
@@ -19,6 +20,11 @@ pub(crate) async fn handle(
     ctx: &RequestContext,
     req: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
+    if !ctx.authorize_cluster(AclOperation::Describe) {
+        let mut resp = DescribeLogDirsResponse::default();
+        resp.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        return resp;
+    }
     let wanted: Option<BTreeMap<String, Vec<i32>>> = req.topics.map(|ts| {
         ts.into_iter()
             .map(|t| (t.topic.to_string(), t.partitions))

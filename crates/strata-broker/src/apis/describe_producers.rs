@@ -8,6 +8,7 @@ use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse, ProducerState, TopicResponse,
 };
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 
@@ -20,10 +21,13 @@ pub(crate) async fn handle(
     for t in req.topics {
         let mut out = TopicResponse::default();
         let info = broker.topics.get(t.name.0.as_str());
+        // READ on the topic, before its existence.
+        let allowed = ctx.authorize(AclOperation::Read, ResourceType::Topic, t.name.0.as_str());
         for p in t.partition_indexes {
             let mut pr = PartitionResponse::default();
             pr.partition_index = p;
             let log = match &info {
+                _ if !allowed => Err(ResponseError::TopicAuthorizationFailed),
                 None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(info) if p < 0 || p >= info.partitions => {
                     Err(ResponseError::UnknownTopicOrPartition)

@@ -9,12 +9,34 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::AclOperation;
 
 use super::RequestContext;
 use crate::cluster::ElectionType;
 use crate::error_code::NONE;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse {
+    if !ctx.authorize_cluster(AclOperation::Alter) {
+        let code = ResponseError::ClusterAuthorizationFailed.code();
+        let mut resp = ElectLeadersResponse::default();
+        resp.error_code = code;
+        for tp in req.topic_partitions.unwrap_or_default() {
+            let mut t = ReplicaElectionResult::default();
+            t.topic = tp.topic;
+            t.partition_result = tp
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let mut pr = PartitionResult::default();
+                    pr.partition_id = p;
+                    pr.error_code = code;
+                    pr
+                })
+                .collect();
+            resp.replica_election_results.push(t);
+        }
+        return resp;
+    }
     let mut resp = ElectLeadersResponse::default();
     let kind = if ctx.version == 0 {
         Some(ElectionType::Preferred)

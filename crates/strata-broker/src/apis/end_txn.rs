@@ -4,12 +4,21 @@
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: EndTxnRequest) -> EndTxnResponse {
     let broker = &ctx.broker;
     let mut resp = EndTxnResponse::default();
+    if !ctx.authorize(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        req.transactional_id.0.as_str(),
+    ) {
+        resp.error_code = ResponseError::TransactionalIdAuthorizationFailed.code();
+        return resp;
+    }
     let r = broker
         .txn
         .end_txn(

@@ -10,6 +10,7 @@
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 
@@ -18,14 +19,9 @@ pub(crate) async fn handle(
     req: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let mut resp = InitProducerIdResponse::default();
-    let result = match req.transactional_id.as_ref() {
-        Some(id) => transactional(ctx, id.0.as_str(), &req).await,
-        None => ctx
-            .broker
-            .blocking(|b| b.next_producer_id())
-            .await
-            .map(|id| (id, 0))
-            .map_err(|e| e.kind()),
+    let result = match authorize(ctx, &req) {
+        Ok(()) => produce_id(ctx, &req).await,
+        Err(e) => Err(e),
     };
     match result {
         Ok((id, epoch)) => {
@@ -45,6 +41,50 @@ pub(crate) async fn handle(
         }
     }
     resp
+}
+
+/// A transactional id needs WRITE on it; an idempotent producer needs
+/// IDEMPOTENT_WRITE on the cluster or (KIP-679) WRITE on some topic.
+fn authorize(ctx: &RequestContext, req: &InitProducerIdRequest) -> Result<(), ResponseError> {
+    match req.transactional_id.as_ref() {
+        Some(id) => {
+            if ctx.authorize(
+                AclOperation::Write,
+                ResourceType::TransactionalId,
+                id.0.as_str(),
+            ) {
+                Ok(())
+            } else {
+                Err(ResponseError::TransactionalIdAuthorizationFailed)
+            }
+        }
+        None => {
+            if ctx.authorize_cluster_quietly(AclOperation::IdempotentWrite)
+                || ctx.authorize_any(AclOperation::Write, ResourceType::Topic)
+            {
+                Ok(())
+            } else {
+                Err(ResponseError::ClusterAuthorizationFailed)
+            }
+        }
+    }
+}
+
+/// A producer id: from the transaction coordinator for a transactional
+/// id, else a fresh one.
+async fn produce_id(
+    ctx: &RequestContext,
+    req: &InitProducerIdRequest,
+) -> Result<(i64, i16), ResponseError> {
+    match req.transactional_id.as_ref() {
+        Some(id) => transactional(ctx, id.0.as_str(), req).await,
+        None => ctx
+            .broker
+            .blocking(|b| b.next_producer_id())
+            .await
+            .map(|id| (id, 0))
+            .map_err(|e| e.kind()),
+    }
 }
 
 /// A transactional producer: the transaction coordinator's answer.

@@ -9,9 +9,11 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::error_code::code_of;
@@ -42,6 +44,17 @@ pub(crate) fn client_host(peer: Option<SocketAddr>) -> String {
 }
 
 pub(crate) async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinGroupResponse {
+    if !ctx.authorize(
+        AclOperation::Read,
+        ResourceType::Group,
+        req.group_id.as_str(),
+    ) {
+        let mut resp = JoinGroupResponse::default();
+        resp.error_code = ResponseError::GroupAuthorizationFailed.code();
+        resp.generation_id = -1;
+        resp.protocol_name = (ctx.version < 7).then(StrBytes::default);
+        return resp;
+    }
     let client_id = ctx
         .header
         .client_id

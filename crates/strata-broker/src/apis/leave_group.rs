@@ -2,15 +2,26 @@
 //! members, each with an optional `group_instance_id` (an empty member id
 //! with an instance id removes a static member administratively).
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::error_code::code_of;
 use crate::group::api::LeaveMember;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse {
+    if !ctx.authorize(
+        AclOperation::Read,
+        ResourceType::Group,
+        req.group_id.as_str(),
+    ) {
+        let mut resp = LeaveGroupResponse::default();
+        resp.error_code = ResponseError::GroupAuthorizationFailed.code();
+        return resp;
+    }
     let members: Vec<LeaveMember> = if ctx.version >= 3 {
         req.members
             .into_iter()

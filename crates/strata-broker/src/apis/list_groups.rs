@@ -4,6 +4,7 @@
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::error_code::code_of;
@@ -20,7 +21,14 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> List
             .types_filter
             .iter()
             .any(|t| t.eq_ignore_ascii_case("classic"));
-    let (error, groups) = ctx.broker.groups.list(&ctx.broker, states).await;
+    let (error, mut groups) = ctx.broker.groups.list(&ctx.broker, states).await;
+    // DESCRIBE on the cluster lists every group; otherwise only the groups
+    // the principal may DESCRIBE (a filter: denials are not refusals).
+    if !ctx.authorize_cluster_quietly(AclOperation::Describe) {
+        groups.retain(|g| {
+            ctx.authorize_quietly(AclOperation::Describe, ResourceType::Group, &g.group_id)
+        });
+    }
     let mut resp = ListGroupsResponse::default();
     resp.error_code = code_of(error);
     if classic_wanted {

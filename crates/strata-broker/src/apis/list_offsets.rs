@@ -12,6 +12,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use strata_log::{Log, Timestamp};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::api_error::ApiError;
@@ -36,13 +37,20 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> Lis
     // high watermark.
     let from_replica = req.replica_id.0 >= 0 && broker.replicas.is_some();
     let mut resp = ListOffsetsResponse::default();
+    let describable = ctx.authorized_names(
+        AclOperation::Describe,
+        ResourceType::Topic,
+        req.topics.iter().map(|t| t.name.as_str()),
+    );
     let mut jobs = Vec::new();
     for (topic_idx, t) in req.topics.into_iter().enumerate() {
         let mut out = ListOffsetsTopicResponse::default();
         out.name = t.name.clone();
         let info = broker.topics.get(t.name.as_str());
+        let allowed = describable.contains(t.name.as_str());
         for p in t.partitions {
             let target = match &info {
+                _ if !allowed => Err(ApiError::TopicAuthorizationFailed),
                 None => Err(ApiError::UnknownTopicOrPartition),
                 Some(info) => check_epoch(
                     broker.leader_epoch(info, p.partition_index),

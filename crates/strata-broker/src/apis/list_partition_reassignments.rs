@@ -2,6 +2,7 @@
 //! reassigned (`Topics` null: all) with their replicas, adding and
 //! removing replicas (`leadership::list_reassignments`).
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_partition_reassignments_response::{
     OngoingPartitionReassignment, OngoingTopicReassignment,
 };
@@ -9,6 +10,7 @@ use kafka_protocol::messages::{
     BrokerId, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::AclOperation;
 
 use super::RequestContext;
 
@@ -16,6 +18,30 @@ pub(crate) async fn handle(
     ctx: &RequestContext,
     req: ListPartitionReassignmentsRequest,
 ) -> ListPartitionReassignmentsResponse {
+    if !ctx.authorize_cluster(AclOperation::Describe) {
+        let mut resp = ListPartitionReassignmentsResponse::default();
+        resp.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        resp.topics = req
+            .topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| {
+                let mut out = OngoingTopicReassignment::default();
+                out.name = t.name;
+                out.partitions = t
+                    .partition_indexes
+                    .into_iter()
+                    .map(|p| {
+                        let mut o = OngoingPartitionReassignment::default();
+                        o.partition_index = p;
+                        o
+                    })
+                    .collect();
+                out
+            })
+            .collect();
+        return resp;
+    }
     let wanted = req.topics.map(|ts| {
         ts.into_iter()
             .map(|t| (t.name.to_string(), t.partition_indexes))

@@ -6,6 +6,7 @@ use kafka_protocol::messages::list_transactions_response::TransactionState;
 use kafka_protocol::messages::{ListTransactionsRequest, ListTransactionsResponse, ProducerId};
 use kafka_protocol::protocol::StrBytes;
 use strata_log::codec::transaction_log::TxnStatus;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 
@@ -34,8 +35,17 @@ pub(crate) async fn handle(
     };
     match broker.txn.list(broker, &states, &pids, duration).await {
         Ok(list) => {
+            // Only the transactional ids the principal may DESCRIBE (a
+            // filter: denials are not refusals).
             resp.transaction_states = list
                 .into_iter()
+                .filter(|l| {
+                    ctx.authorize_quietly(
+                        AclOperation::Describe,
+                        ResourceType::TransactionalId,
+                        &l.transactional_id,
+                    )
+                })
                 .map(|l| {
                     let mut s = TransactionState::default();
                     s.transactional_id = kafka_protocol::messages::TransactionalId(

@@ -7,35 +7,32 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::api_error::ApiError;
 use crate::broker::Broker;
 use crate::cluster::Snapshot;
-use crate::error_code::NONE;
 use crate::topics::{self, TopicInfo};
-
-/// Kafka `AclOperation` bits a topic allows when no authorizer is configured:
-/// READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
-const TOPIC_OPERATIONS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-/// Cluster operations: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-/// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-const CLUSTER_OPERATIONS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 pub(crate) async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataResponse {
     let broker = &ctx.broker;
     let allow_auto_create = ctx.version < 4 || req.allow_auto_topic_creation;
-    let mut topics_out = Vec::new();
+    // (entry, whether the principal may DESCRIBE it: only those get
+    // authorized operations)
+    let mut topics_out: Vec<(MetadataResponseTopic, bool)> = Vec::new();
     let requested = match req.topics {
         Some(list) if !(ctx.version == 0 && list.is_empty()) => Some(list),
         _ => None,
     };
     match requested {
         None => {
+            // All topics: those the principal may not DESCRIBE are left
+            // out silently (a filter, so denials are not logged at INFO).
             for info in broker.topics.list() {
-                topics_out.push(topic_entry(broker, &info));
+                if ctx.authorize_quietly(AclOperation::Describe, ResourceType::Topic, &info.name) {
+                    topics_out.push((topic_entry(broker, &info), true));
+                }
             }
         }
         Some(list) => {
@@ -43,15 +40,34 @@ pub(crate) async fn handle(ctx: &RequestContext, req: MetadataRequest) -> Metada
                 let entry = match (&t.name, t.topic_id.is_nil()) {
                     (Some(name), _) => by_name(ctx, name.as_str(), allow_auto_create).await,
                     (None, false) => match broker.topics.get_by_id(t.topic_id) {
-                        Some(info) => topic_entry(broker, &info),
-                        None => error_entry(None, t.topic_id, &ApiError::UnknownTopicId),
+                        Some(info)
+                            if !ctx.authorize(
+                                AclOperation::Describe,
+                                ResourceType::Topic,
+                                &info.name,
+                            ) =>
+                        {
+                            // Ids are not secret: the id, but no name.
+                            (
+                                error_entry(None, info.id, &ApiError::TopicAuthorizationFailed),
+                                false,
+                            )
+                        }
+                        Some(info) => (topic_entry(broker, &info), true),
+                        None => (
+                            error_entry(None, t.topic_id, &ApiError::UnknownTopicId),
+                            false,
+                        ),
                     },
-                    (None, true) => error_entry(
-                        None,
-                        t.topic_id,
-                        &ApiError::InvalidRequest {
-                            reason: "topic without name or id",
-                        },
+                    (None, true) => (
+                        error_entry(
+                            None,
+                            t.topic_id,
+                            &ApiError::InvalidRequest {
+                                reason: "topic without name or id",
+                            },
+                        ),
+                        false,
                     ),
                 };
                 topics_out.push(entry);
@@ -73,52 +89,87 @@ pub(crate) async fn handle(ctx: &RequestContext, req: MetadataRequest) -> Metada
         .collect();
     resp.controller_id = BrokerId(broker.controller_id());
     resp.cluster_id = Some(StrBytes::from_string(broker.cluster_id.clone()));
-    resp.topics = topics_out;
     if (8..=10).contains(&ctx.version) && req.include_cluster_authorized_operations {
-        resp.cluster_authorized_operations = CLUSTER_OPERATIONS;
+        resp.cluster_authorized_operations = if ctx.authorize_cluster(AclOperation::Describe) {
+            ctx.authorized_operations(ResourceType::Cluster, super::authorize::CLUSTER)
+        } else {
+            0
+        };
     }
-    if ctx.version >= 8 && req.include_topic_authorized_operations {
-        for t in &mut resp.topics {
-            if t.error_code == NONE {
-                t.topic_authorized_operations = TOPIC_OPERATIONS;
+    let with_operations = ctx.version >= 8 && req.include_topic_authorized_operations;
+    resp.topics = topics_out
+        .into_iter()
+        .map(|(mut t, described)| {
+            if with_operations && described {
+                let name = t.name.as_ref().map_or("", |n| n.0.as_str());
+                t.topic_authorized_operations =
+                    ctx.authorized_operations(ResourceType::Topic, name);
             }
-        }
-    }
+            t
+        })
+        .collect();
     resp
 }
 
+/// A topic asked for by name: DESCRIBE first (a denied name is answered
+/// TOPIC_AUTHORIZATION_FAILED with a zero id whether or not it exists),
+/// then auto-creation, which needs CREATE on the cluster or the topic.
+/// The flag says whether the principal may DESCRIBE the topic.
 async fn by_name(
     ctx: &RequestContext,
     name: &str,
     allow_auto_create: bool,
-) -> MetadataResponseTopic {
+) -> (MetadataResponseTopic, bool) {
     let broker = &ctx.broker;
-    if let Some(info) = broker.topics.get(name) {
-        return topic_entry(broker, &info);
-    }
-    if let Some(reason) = topics::invalid_topic_name_reason(name) {
-        return error_entry(
+    let denied = || {
+        error_entry(
             Some(name),
             uuid::Uuid::nil(),
-            &ApiError::InvalidTopic { reason },
+            &ApiError::TopicAuthorizationFailed,
+        )
+    };
+    if !ctx.authorize(AclOperation::Describe, ResourceType::Topic, name) {
+        return (denied(), false);
+    }
+    if let Some(info) = broker.topics.get(name) {
+        return (topic_entry(broker, &info), true);
+    }
+    let auto_create = allow_auto_create && broker.config.auto_create_topics_enable;
+    if auto_create
+        && !ctx.authorize_cluster_quietly(AclOperation::Create)
+        && !ctx.authorize(AclOperation::Create, ResourceType::Topic, name)
+    {
+        return (denied(), false);
+    }
+    if let Some(reason) = topics::invalid_topic_name_reason(name) {
+        return (
+            error_entry(
+                Some(name),
+                uuid::Uuid::nil(),
+                &ApiError::InvalidTopic { reason },
+            ),
+            true,
         );
     }
-    if allow_auto_create {
+    if auto_create {
         let owned = name.to_string();
         let created = broker.blocking(move |b| b.auto_create_topic(&owned)).await;
         match created {
-            Some(Ok(info)) => return topic_entry(broker, &info),
+            Some(Ok(info)) => return (topic_entry(broker, &info), true),
             Some(Err(e)) => {
                 tracing::warn!(topic = name, error = %strata_log::ErrorChain(&e), "auto-creating topic failed");
-                return error_entry(Some(name), uuid::Uuid::nil(), &e);
+                return (error_entry(Some(name), uuid::Uuid::nil(), &e), true);
             }
             None => {}
         }
     }
-    error_entry(
-        Some(name),
-        uuid::Uuid::nil(),
-        &ApiError::UnknownTopicOrPartition,
+    (
+        error_entry(
+            Some(name),
+            uuid::Uuid::nil(),
+            &ApiError::UnknownTopicOrPartition,
+        ),
+        true,
     )
 }
 

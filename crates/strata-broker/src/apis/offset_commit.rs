@@ -9,6 +9,7 @@ use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::error_code::code_of;
@@ -16,15 +17,39 @@ use crate::group::api::{CommitPartition, CommitRequest};
 
 pub(crate) async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse {
     let broker = &ctx.broker;
-    // (topic index, partition index, known?)
+    if !ctx.authorize(
+        AclOperation::Read,
+        ResourceType::Group,
+        req.group_id.as_str(),
+    ) {
+        // Kafka's error response: every partition carries the group error.
+        let mut resp = OffsetCommitResponse::default();
+        resp.topics = error_topics(&req, ResponseError::GroupAuthorizationFailed);
+        return resp;
+    }
+    let readable = ctx.authorized_names(
+        AclOperation::Read,
+        ResourceType::Topic,
+        req.topics.iter().map(|t| t.name.as_str()),
+    );
+    // (topic index, partition index, Ok or why it is not committed):
+    // READ on the topic first, then its existence (Kafka's order).
     let mut slots = Vec::new();
     let mut partitions = Vec::new();
     for (ti, t) in req.topics.iter().enumerate() {
         let topic = t.name.to_string();
+        let allowed = readable.contains(&topic);
         let count = broker.topics.get(&topic).map_or(0, |info| info.partitions);
         for (pi, p) in t.partitions.iter().enumerate() {
-            let known = (0..count).contains(&p.partition_index);
-            slots.push((ti, pi, known));
+            let slot = if !allowed {
+                Err(ResponseError::TopicAuthorizationFailed)
+            } else if (0..count).contains(&p.partition_index) {
+                Ok(())
+            } else {
+                Err(ResponseError::UnknownTopicOrPartition)
+            };
+            let known = slot.is_ok();
+            slots.push((ti, pi, slot));
             if known {
                 partitions.push(CommitPartition {
                     topic: topic.clone(),
@@ -69,11 +94,10 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> Of
             out
         })
         .collect();
-    for (ti, pi, known) in slots {
-        let error = if known {
-            results.next().flatten()
-        } else {
-            Some(ResponseError::UnknownTopicOrPartition)
+    for (ti, pi, slot) in slots {
+        let error = match slot {
+            Ok(()) => results.next().flatten(),
+            Err(e) => Some(e),
         };
         let mut p = OffsetCommitResponsePartition::default();
         p.partition_index = req.topics[ti].partitions[pi].partition_index;
@@ -83,4 +107,26 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> Of
     let mut resp = OffsetCommitResponse::default();
     resp.topics = topics;
     resp
+}
+
+/// Every requested partition answered with `error`.
+fn error_topics(req: &OffsetCommitRequest, error: ResponseError) -> Vec<OffsetCommitResponseTopic> {
+    req.topics
+        .iter()
+        .map(|t| {
+            let mut out = OffsetCommitResponseTopic::default();
+            out.name = t.name.clone();
+            out.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut r = OffsetCommitResponsePartition::default();
+                    r.partition_index = p.partition_index;
+                    r.error_code = error.code();
+                    r
+                })
+                .collect();
+            out
+        })
+        .collect()
 }

@@ -2,19 +2,20 @@
 //! v2+ a null topic list means every committed partition and a top-level
 //! error; v7 `require_stable`; v8+ several groups per request.
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::error_code::code_of;
 use crate::group::api::FetchedOffset;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse {
-    let broker = &ctx.broker;
     let require_stable = ctx.version >= 7 && req.require_stable;
     let mut resp = OffsetFetchResponse::default();
     if ctx.version >= 8 {
@@ -29,10 +30,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> Off
                     })
                     .collect::<Vec<_>>()
             });
-            let result = broker
-                .groups
-                .fetch(broker, g.group_id.as_str(), wanted, require_stable)
-                .await;
+            let result = fetch_authorized(ctx, g.group_id.as_str(), wanted, require_stable).await;
             let mut out = OffsetFetchResponseGroup::default();
             out.group_id = g.group_id;
             match result {
@@ -72,11 +70,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> Off
             .collect::<Vec<_>>()
     });
     let requested = wanted.clone();
-    match broker
-        .groups
-        .fetch(broker, req.group_id.as_str(), wanted, require_stable)
-        .await
-    {
+    match fetch_authorized(ctx, req.group_id.as_str(), wanted, require_stable).await {
         Ok(offsets) => resp.topics = v1_topics(offsets),
         Err(e) if ctx.version >= 2 => resp.error_code = e.code(),
         Err(e) => {
@@ -100,6 +94,56 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> Off
 }
 
 /// Group offsets by topic, keeping first-seen topic order.
+/// One group's offsets as the principal may see them (Kafka's order):
+/// DESCRIBE on the group or GROUP_AUTHORIZATION_FAILED; named topics
+/// without DESCRIBE are answered TOPIC_AUTHORIZATION_FAILED (offset -1)
+/// without asking the coordinator; an all-topics fetch leaves them out.
+async fn fetch_authorized(
+    ctx: &RequestContext,
+    group_id: &str,
+    wanted: Option<Vec<(String, i32)>>,
+    require_stable: bool,
+) -> Result<Vec<FetchedOffset>, ResponseError> {
+    if !ctx.authorize(AclOperation::Describe, ResourceType::Group, group_id) {
+        return Err(ResponseError::GroupAuthorizationFailed);
+    }
+    let broker = &ctx.broker;
+    let Some(wanted) = wanted else {
+        let mut offsets = broker
+            .groups
+            .fetch(broker, group_id, None, require_stable)
+            .await?;
+        let describable = ctx.authorized_names(
+            AclOperation::Describe,
+            ResourceType::Topic,
+            offsets.iter().map(|o| o.topic.as_str()),
+        );
+        offsets.retain(|o| describable.contains(&o.topic));
+        return Ok(offsets);
+    };
+    let describable = ctx.authorized_names(
+        AclOperation::Describe,
+        ResourceType::Topic,
+        wanted.iter().map(|(t, _)| t.as_str()),
+    );
+    let (allowed, denied): (Vec<_>, Vec<_>) = wanted
+        .into_iter()
+        .partition(|(t, _)| describable.contains(t));
+    let mut offsets = broker
+        .groups
+        .fetch(broker, group_id, Some(allowed), require_stable)
+        .await?;
+    offsets.extend(denied.into_iter().map(|(topic, partition)| FetchedOffset {
+        topic,
+        partition,
+        offset: -1,
+        leader_epoch: -1,
+        metadata: String::new(),
+        error: Some(ResponseError::TopicAuthorizationFailed),
+    }));
+    Ok(offsets)
+}
+
 fn by_topic(offsets: Vec<FetchedOffset>) -> Vec<(String, Vec<FetchedOffset>)> {
     let mut out: Vec<(String, Vec<FetchedOffset>)> = Vec::new();
     for o in offsets {

@@ -6,6 +6,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use strata_log::LeaderEpoch;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::list_offsets::check_epoch;
 use super::RequestContext;
@@ -15,6 +16,18 @@ pub(crate) async fn handle(
     ctx: &RequestContext,
     req: OffsetForLeaderEpochRequest,
 ) -> OffsetForLeaderEpochResponse {
+    // KIP-320: consumers use this API too, so DESCRIBE on the topic is
+    // enough when CLUSTER_ACTION (a follower's right) is missing.
+    let cluster_action = ctx.authorize_cluster_quietly(AclOperation::ClusterAction);
+    let describable = if cluster_action {
+        None
+    } else {
+        Some(ctx.authorized_names(
+            AclOperation::Describe,
+            ResourceType::Topic,
+            req.topics.iter().map(|t| t.topic.as_str()),
+        ))
+    };
     let broker = ctx.broker.clone();
     broker
         .clone()
@@ -23,13 +36,17 @@ pub(crate) async fn handle(
             for t in req.topics {
                 let mut out = OffsetForLeaderTopicResult::default();
                 out.topic = t.topic.clone();
+                let allowed = describable
+                    .as_ref()
+                    .is_none_or(|d| d.contains(t.topic.as_str()));
                 let info = b.topics.get(t.topic.as_str());
                 for p in t.partitions {
                     let mut e = EpochEndOffset::default();
                     e.partition = p.partition;
-                    let result = info
-                        .as_ref()
-                        .ok_or(ApiError::UnknownTopicOrPartition)
+                    let result = allowed
+                        .then_some(info.as_ref())
+                        .ok_or(ApiError::TopicAuthorizationFailed)
+                        .and_then(|info| info.ok_or(ApiError::UnknownTopicOrPartition))
                         .and_then(|info| {
                             check_epoch(b.leader_epoch(info, p.partition), p.current_leader_epoch)?;
                             b.partition_log(info, p.partition)

@@ -25,6 +25,7 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use strata_log::{LeaderEpoch, Log, LogAppendInfo};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::api_error::ApiError;
@@ -66,14 +67,49 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
     let acks = req.acks;
     let timeout_ms = req.timeout_ms;
     let mut response = ProduceResponse::default();
+    if !transactional_authorized(ctx, &req) {
+        // Kafka answers the whole request with the error, appending nothing.
+        let e = ApiError::Transaction {
+            code: ResponseError::TransactionalIdAuthorizationFailed,
+            reason: "not authorized to write as this transactional id",
+        };
+        for topic in req.topic_data {
+            let mut out = TopicProduceResponse::default();
+            out.name = topic.name.clone();
+            out.topic_id = topic.topic_id;
+            out.partition_responses = topic
+                .partition_data
+                .iter()
+                .map(|pd| error_partition(ctx, pd.index, &e))
+                .collect();
+            response.responses.push(out);
+        }
+        return ProduceOutcome {
+            response,
+            acks,
+            any_error: true,
+        };
+    }
+    let writable = ctx.authorized_names(
+        AclOperation::Write,
+        ResourceType::Topic,
+        req.topic_data.iter().map(|t| t.name.as_str()),
+    );
     let mut jobs = Vec::new();
     for (topic_idx, topic) in req.topic_data.into_iter().enumerate() {
         let mut out = TopicProduceResponse::default();
         out.name = topic.name.clone();
         out.topic_id = topic.topic_id;
         let info = broker.topics.get(topic.name.as_str());
+        let authorized = writable.contains(topic.name.as_str());
         for pd in topic.partition_data {
-            let check = precheck(ctx, acks, info.as_ref(), pd.index, pd.records.as_ref());
+            // Kafka checks WRITE before the topic's existence, so a denied
+            // principal cannot probe which topics exist.
+            let check = if authorized {
+                precheck(ctx, acks, info.as_ref(), pd.index, pd.records.as_ref())
+            } else {
+                Err(ApiError::TopicAuthorizationFailed)
+            };
             match check {
                 Err(e) => out
                     .partition_responses
@@ -126,6 +162,29 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         acks,
         any_error,
     }
+}
+
+/// Kafka's first Produce check: a request carrying transactional batches
+/// needs a transactional id the principal may WRITE. Idempotent producers
+/// are authorized once, at InitProducerId, not here (as in Kafka 3.9).
+fn transactional_authorized(ctx: &RequestContext, req: &ProduceRequest) -> bool {
+    let transactional = req.topic_data.iter().any(|t| {
+        t.partition_data.iter().any(|pd| {
+            pd.records
+                .as_ref()
+                .is_some_and(|r| crate::txn_verify::transactional_producer(r).is_some())
+        })
+    });
+    if !transactional {
+        return true;
+    }
+    req.transactional_id.as_ref().is_some_and(|id| {
+        ctx.authorize(
+            AclOperation::Write,
+            ResourceType::TransactionalId,
+            id.0.as_str(),
+        )
+    })
 }
 
 /// Transactional batches (KIP-890): a batch of a producer whose

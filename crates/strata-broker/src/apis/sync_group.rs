@@ -2,14 +2,25 @@
 //! member's assignment out once the leader's SyncGroup is stored. v5 checks
 //! and returns the protocol type and name.
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::error_code::code_of;
 use crate::group::api::SyncRequest;
 
 pub(crate) async fn handle(ctx: &RequestContext, req: SyncGroupRequest) -> SyncGroupResponse {
+    if !ctx.authorize(
+        AclOperation::Read,
+        ResourceType::Group,
+        req.group_id.as_str(),
+    ) {
+        let mut resp = SyncGroupResponse::default();
+        resp.error_code = ResponseError::GroupAuthorizationFailed.code();
+        return resp;
+    }
     let sync = SyncRequest {
         group_id: req.group_id.to_string(),
         generation_id: req.generation_id,

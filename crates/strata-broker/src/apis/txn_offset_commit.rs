@@ -10,6 +10,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::error_code::code_of;
@@ -53,14 +54,47 @@ pub(crate) async fn handle(
     req: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let broker = &ctx.broker;
+    // WRITE on the transactional id, then READ on the group: either
+    // failure answers every partition; then READ on each topic, before
+    // its existence.
+    let refused = if !ctx.authorize(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        req.transactional_id.0.as_str(),
+    ) {
+        Some(ResponseError::TransactionalIdAuthorizationFailed)
+    } else if !ctx.authorize(
+        AclOperation::Read,
+        ResourceType::Group,
+        req.group_id.0.as_str(),
+    ) {
+        Some(ResponseError::GroupAuthorizationFailed)
+    } else {
+        None
+    };
+    let readable = match refused {
+        Some(_) => Default::default(),
+        None => ctx.authorized_names(
+            AclOperation::Read,
+            ResourceType::Topic,
+            req.topics.iter().map(|t| t.name.as_str()),
+        ),
+    };
     let mut slots = Vec::new();
     let mut partitions = Vec::new();
     for (ti, t) in req.topics.iter().enumerate() {
         let topic = t.name.to_string();
+        let allowed = readable.contains(&topic);
         let count = broker.topics.get(&topic).map_or(0, |info| info.partitions);
         for (pi, p) in t.partitions.iter().enumerate() {
-            let known = (0..count).contains(&p.partition_index);
-            slots.push((ti, pi, known));
+            let slot = match refused {
+                Some(e) => Err(e),
+                None if !allowed => Err(ResponseError::TopicAuthorizationFailed),
+                None if (0..count).contains(&p.partition_index) => Ok(()),
+                None => Err(ResponseError::UnknownTopicOrPartition),
+            };
+            let known = slot.is_ok();
+            slots.push((ti, pi, slot));
             if known {
                 partitions.push(CommitPartition {
                     topic: topic.clone(),
@@ -115,11 +149,10 @@ pub(crate) async fn handle(
             out
         })
         .collect();
-    for (ti, pi, known) in slots {
-        let mut error = if known {
-            results.next().flatten()
-        } else {
-            Some(ResponseError::UnknownTopicOrPartition)
+    for (ti, pi, slot) in slots {
+        let mut error = match slot {
+            Ok(()) => results.next().flatten(),
+            Err(e) => Some(e),
         };
         if ctx.version < 2 && error == Some(ResponseError::CoordinatorLoadInProgress) {
             error = Some(ResponseError::CoordinatorNotAvailable);

@@ -3,10 +3,12 @@
 //! write COMMIT/ABORT markers to partitions it leads. Answered once every
 //! marker is committed or failed.
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
 use kafka_protocol::messages::{TopicName, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+use strata_security::acl::AclOperation;
 
 use super::RequestContext;
 use crate::txn::coordinator::Marker;
@@ -15,6 +17,42 @@ pub(crate) async fn handle(
     ctx: &RequestContext,
     req: WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
+    // Kafka: ALTER on the cluster (tried quietly), else CLUSTER_ACTION.
+    if !ctx.authorize_cluster_quietly(AclOperation::Alter)
+        && !ctx.authorize_cluster(AclOperation::ClusterAction)
+    {
+        let code = ResponseError::ClusterAuthorizationFailed.code();
+        let mut resp = WriteTxnMarkersResponse::default();
+        resp.markers = req
+            .markers
+            .into_iter()
+            .map(|m| {
+                let mut r = WritableTxnMarkerResult::default();
+                r.producer_id = m.producer_id;
+                r.topics = m
+                    .topics
+                    .into_iter()
+                    .map(|t| {
+                        let mut out = WritableTxnMarkerTopicResult::default();
+                        out.name = t.name;
+                        out.partitions = t
+                            .partition_indexes
+                            .into_iter()
+                            .map(|p| {
+                                let mut pr = WritableTxnMarkerPartitionResult::default();
+                                pr.partition_index = p;
+                                pr.error_code = code;
+                                pr
+                            })
+                            .collect();
+                        out
+                    })
+                    .collect();
+                r
+            })
+            .collect();
+        return resp;
+    }
     let mut resp = WriteTxnMarkersResponse::default();
     for m in req.markers {
         let marker = Marker {

@@ -13,6 +13,7 @@ mod etcd;
 
 mod admin;
 mod api_versions;
+mod authorization;
 mod bad_requests;
 mod broker_configs;
 mod cluster;

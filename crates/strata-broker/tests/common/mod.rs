@@ -377,3 +377,30 @@ pub async fn describe_configs(
     req.include_documentation = true;
     c.call(&req, 4).await
 }
+
+/// Authenticate on a SASL listener with PLAIN: SaslHandshake v1, then
+/// SaslAuthenticate v2 with `\0user\0password`. Returns the client and
+/// SaslAuthenticate's error code (0: authenticated).
+pub async fn sasl_plain_attempt(addr: SocketAddr, user: &str, password: &str) -> (Client, i16) {
+    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let mut client = Client::connect(addr).await;
+    let mut handshake = SaslHandshakeRequest::default();
+    handshake.mechanism = StrBytes::from_static_str("PLAIN");
+    let resp = client.call(&handshake, 1).await;
+    assert_eq!(
+        resp.error_code, 0,
+        "PLAIN is enabled: {:?}",
+        resp.mechanisms
+    );
+    let mut auth = SaslAuthenticateRequest::default();
+    auth.auth_bytes = Bytes::from(format!("\0{user}\0{password}"));
+    let resp = client.call(&auth, 2).await;
+    (client, resp.error_code)
+}
+
+/// A connection authenticated as `user` with PLAIN (see [`sasl_plain_attempt`]).
+pub async fn sasl_plain(addr: SocketAddr, user: &str, password: &str) -> Client {
+    let (client, code) = sasl_plain_attempt(addr, user, password).await;
+    assert_eq!(code, 0, "{user} authenticates");
+    client
+}

@@ -34,6 +34,7 @@ use std::time::Duration;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::FetchRequest;
 use strata_log::{FetchData, Log, Offset, ReadBound};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::RequestContext;
 use crate::api_error::ApiError;
@@ -105,6 +106,11 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
     let follower = (replica_id >= 0).then_some((replica_id, replica_epoch));
     // A consumer's client metadata (v11+): its rack, and any replica serves it.
     let client_rack = (ctx.version >= 11 && follower.is_none()).then(|| req.rack_id.as_str());
+    // Followers need CLUSTER_ACTION (else every partition is refused),
+    // consumers READ on each topic; both before any existence check except
+    // an unknown topic id's (Kafka's order).
+    let follower_allowed = follower.is_some() && ctx.authorize_cluster(AclOperation::ClusterAction);
+    let mut readable = std::collections::HashMap::<String, bool>::new();
     let mut topics = Vec::with_capacity(req.topics.len());
     let mut wanted = Vec::new();
     for (topic_idx, t) in req.topics.iter().enumerate() {
@@ -117,21 +123,34 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
             Some(i) => (i.name.clone(), i.id),
             None => (t.topic.to_string(), t.topic_id),
         };
+        let denied = if follower.is_some() {
+            !follower_allowed
+        } else if ctx.version >= 13 && info.is_none() {
+            false
+        } else {
+            !*readable
+                .entry(name.clone())
+                .or_insert_with(|| ctx.authorize(AclOperation::Read, ResourceType::Topic, &name))
+        };
         topics.push(TopicData {
             name,
             id,
             partitions: Vec::with_capacity(t.partitions.len()),
         });
         for p in &t.partitions {
-            let target = resolve(
-                broker,
-                info.as_ref(),
-                ctx.version,
-                p.partition,
-                p.current_leader_epoch,
-                client_rack.is_some(),
-            )
-            .map_err(|e| e.kind());
+            let target = if denied {
+                Err(ResponseError::TopicAuthorizationFailed)
+            } else {
+                resolve(
+                    broker,
+                    info.as_ref(),
+                    ctx.version,
+                    p.partition,
+                    p.current_leader_epoch,
+                    client_rack.is_some(),
+                )
+                .map_err(|e| e.kind())
+            };
             let preferred = match (&target, client_rack, &info) {
                 (Ok(log), Some(rack), Some(info)) => {
                     preferred_read_replica(broker, info, log, p.partition, p.fetch_offset, rack)
