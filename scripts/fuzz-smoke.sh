@@ -15,7 +15,7 @@ SECONDS_PER_TARGET=${STRATA_FUZZ_SECONDS:-8}
 TARGET_DIR="$ROOT/target/fuzz"
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 TARGETS=(batch_validate recovery_tail request_decode consumer_offsets remote_log_metadata
-  producer_snapshot checkpoint_files index_files transaction_log)
+  producer_snapshot checkpoint_files index_files transaction_log sasl_tokens)
 
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module \
 -Cllvm-args=-sanitizer-coverage-level=4 \

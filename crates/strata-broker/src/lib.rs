@@ -66,6 +66,7 @@ mod error;
 mod error_code;
 mod group;
 mod internal_append;
+mod jwks;
 mod leadership;
 mod listener_runtime;
 mod listeners;

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use strata_security::sasl::{
-    self, CredentialStore, Mechanism, OAuthBearerValidator, ScramCredential, ScramMechanism,
-    UnsecuredValidatorConfig,
+    self, CredentialStore, JwksConfig, JwksValidator, Mechanism, OAuthBearerValidator,
+    ScramCredential, ScramMechanism, UnsecuredValidatorConfig,
 };
 use strata_security::tls::{PrincipalMappingRules, SslSettings, TlsServer};
 use tokio_rustls::TlsAcceptor;
@@ -51,6 +51,8 @@ pub(crate) struct ListenerSasl {
     pub mechanisms: Vec<Mechanism>,
     pub credentials: Arc<dyn CredentialStore>,
     pub oauth: OAuthBearerValidator,
+    /// Signed-token validation: the key set, its URL and refresh interval.
+    pub jwks: Option<(Arc<JwksValidator>, String, Duration)>,
     /// `connections.max.reauth.ms` (0: sessions never expire).
     pub max_reauth_ms: i64,
 }
@@ -130,16 +132,25 @@ impl ListenerRuntime {
                         .map_err(|e| fail(format!("OAUTHBEARER JAAS options: {e}")))?,
                     None => UnsecuredValidatorConfig::default(),
                 };
+                let jwks = if mechanisms.contains(&Mechanism::OAuthBearer) {
+                    jwks_validator(props, listener).map_err(fail)?
+                } else {
+                    None
+                };
+                let oauth = match &jwks {
+                    Some((v, _, _)) => OAuthBearerValidator::jwks(v.clone()),
+                    None => {
+                        OAuthBearerValidator::unsecured(oauth_config, Arc::new(sasl::SystemClock))
+                    }
+                };
                 Some(ListenerSasl {
                     mechanisms,
                     credentials: Arc::new(BrokerCredentials {
                         plain: plain_users,
                         store: store.clone(),
                     }),
-                    oauth: OAuthBearerValidator::unsecured(
-                        oauth_config,
-                        Arc::new(sasl::SystemClock),
-                    ),
+                    oauth,
+                    jwks,
                     max_reauth_ms: s.max_reauth_ms,
                 })
             }
@@ -154,6 +165,64 @@ impl ListenerRuntime {
             sasl_max_receive_size: config.security.sasl_max_receive_size,
         })
     }
+}
+
+/// Kafka's secured OAUTHBEARER validation, when the listener names
+/// `OAuthBearerValidatorCallbackHandler` as its server callback handler:
+/// a JWK set from `sasl.oauthbearer.jwks.endpoint.url` and the expected
+/// audience, issuer and claim names.
+fn jwks_validator(
+    props: &BTreeMap<String, String>,
+    listener: &Listener,
+) -> Result<Option<(Arc<JwksValidator>, String, Duration)>, String> {
+    let handler_key = format!(
+        "{}oauthbearer.sasl.server.callback.handler.class",
+        listener.config_prefix()
+    );
+    let Some(handler) = props.get(&handler_key) else {
+        return Ok(None);
+    };
+    if !crate::jwks::VALIDATOR_CLASSES.contains(&handler.trim()) {
+        return Err(format!(
+            "{handler_key}: {handler} is not served; use {}",
+            crate::jwks::VALIDATOR_CLASSES[0]
+        ));
+    }
+    let get =
+        |name: &str| listener_setting(props, &listener.name, name).map(|v| v.trim().to_string());
+    let url = get("sasl.oauthbearer.jwks.endpoint.url").ok_or_else(|| {
+        "sasl.oauthbearer.jwks.endpoint.url must be set for signed OAUTHBEARER tokens".to_string()
+    })?;
+    let number = |name: &str, default: i64| -> Result<i64, String> {
+        match get(name) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("{name}: {v:?} is not a number")),
+        }
+    };
+    let config = JwksConfig {
+        expected_audience: get("sasl.oauthbearer.expected.audience")
+            .map(|v| {
+                v.split(',')
+                    .map(|a| a.trim().to_string())
+                    .filter(|a| !a.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        expected_issuer: get("sasl.oauthbearer.expected.issuer"),
+        sub_claim_name: get("sasl.oauthbearer.sub.claim.name").unwrap_or_else(|| "sub".into()),
+        scope_claim_name: get("sasl.oauthbearer.scope.claim.name")
+            .unwrap_or_else(|| "scope".into()),
+        clock_skew_seconds: number("sasl.oauthbearer.clock.skew.seconds", 30)?,
+    };
+    let refresh = Duration::from_millis(
+        number("sasl.oauthbearer.jwks.endpoint.refresh.ms", 3_600_000)?.max(1_000) as u64,
+    );
+    let document = crate::jwks::fetch(&url)?;
+    let validator = JwksValidator::new(&document, config, Arc::new(sasl::SystemClock))
+        .map_err(|e| format!("JWK set at {url}: {e}"))?;
+    Ok(Some((Arc::new(validator), url, refresh)))
 }
 
 /// Users of PLAIN (from the listener's JAAS) and SCRAM (from the security store).

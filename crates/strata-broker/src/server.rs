@@ -241,6 +241,9 @@ fn serve(
         if runtime.tls.is_some() {
             tokio::spawn(reload_keystore(runtime.clone(), shutdown_rx.clone()));
         }
+        if let Some((validator, url, every)) = runtime.sasl.as_ref().and_then(|s| s.jwks.clone()) {
+            tokio::spawn(refresh_jwks(validator, url, every, shutdown_rx.clone()));
+        }
     }
     for (bound, runtime) in listeners.into_iter().zip(runtimes) {
         tracing::info!(listener = %bound.listener.name, protocol = %bound.listener.protocol, addr = %bound.local_addr, "listening");
@@ -573,6 +576,36 @@ async fn reload_keystore(runtime: Arc<ListenerRuntime>, mut shutdown: watch::Rec
             Err(error) => {
                 tracing::warn!(listener = %runtime.listener.name, %error, "TLS keystore reload task failed")
             }
+        }
+    }
+}
+
+/// Re-read an OAUTHBEARER listener's JWK set every
+/// `sasl.oauthbearer.jwks.endpoint.refresh.ms`; a failed refresh keeps the
+/// keys in use.
+async fn refresh_jwks(
+    validator: Arc<strata_security::sasl::JwksValidator>,
+    url: String,
+    every: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => return,
+        }
+        let (v, u) = (validator.clone(), url.clone());
+        let refreshed = tokio::task::spawn_blocking(move || {
+            let document = crate::jwks::fetch(&u)?;
+            v.replace_keys(&document).map_err(|e| e.to_string())
+        })
+        .await;
+        match refreshed {
+            Ok(Ok(())) => tracing::debug!(%url, "JWK set refreshed"),
+            Ok(Err(error)) => {
+                tracing::warn!(%url, %error, "JWK set not refreshed; the keys in use stay")
+            }
+            Err(error) => tracing::warn!(%url, %error, "JWK set refresh task failed"),
         }
     }
 }

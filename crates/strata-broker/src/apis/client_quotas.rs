@@ -21,6 +21,11 @@ use strata_security::quota::{DescribeQuotaError, FilterComponent};
 
 use super::RequestContext;
 
+/// An entity as AlterClientQuotas names it: (entity type, name or default).
+type Entity = Vec<(String, Option<String>)>;
+/// Quota changes: (key, new value or removal).
+type Ops = Vec<(String, Option<f64>)>;
+
 pub(crate) async fn describe(
     ctx: &RequestContext,
     req: DescribeClientQuotasRequest,
@@ -112,7 +117,7 @@ pub(crate) async fn alter(
             .collect();
         return resp;
     }
-    let changes: Vec<(Vec<(String, Option<String>)>, Vec<(String, Option<f64>)>)> = req
+    let changes: Vec<(Entity, Ops)> = req
         .entries
         .iter()
         .map(|e| {

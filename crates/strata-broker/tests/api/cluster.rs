@@ -153,6 +153,10 @@ async fn acls_and_scram_users_created_through_one_broker_apply_on_the_others() {
         describe.pattern_type_filter = 1; // ANY
         describe.operation = 1; // ANY
         describe.permission_type = 1; // ANY
+                                      // Null filters match anything (the crate's defaults are empty strings).
+        describe.resource_name_filter = None;
+        describe.principal_filter = None;
+        describe.host_filter = None;
         let r = Client::connect(addr).await.call(&describe, 3).await;
         assert_eq!(r.error_code, 0, "{r:?}");
         r.resources
