@@ -57,11 +57,11 @@ fn http_get(rest: &str) -> Result<String, String> {
     stream
         .set_write_timeout(Some(HTTP_TIMEOUT))
         .map_err(|e| e.to_string())?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
+    let request =
+        format!("GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
     let mut body = Vec::new();
     stream
         .take(MAX_JWKS_BYTES as u64 + 16 * 1024)
@@ -109,8 +109,14 @@ mod tests {
                 "HTTP/1.0 404 Not Found\r\n\r\nnope",
             ] {
                 let (mut s, _) = listener.accept().unwrap();
+                let mut got = Vec::new();
                 let mut buf = [0u8; 1024];
-                let _ = s.read(&mut buf).unwrap();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = s.read(&mut buf).unwrap();
+                    assert!(n > 0, "request ended early");
+                    got.extend_from_slice(&buf[..n]);
+                }
+                assert!(got.starts_with(b"GET /jwks HTTP/1.0\r\n"));
                 s.write_all(answer.as_bytes()).unwrap();
             }
         });
