@@ -1027,6 +1027,27 @@ fn resolve_listeners(
         // A single node talks to no other broker: its first listener stands in.
         c.listeners[0].name.clone()
     };
+    if !c.etcd_endpoints.is_empty() {
+        let protocol = c
+            .listeners
+            .iter()
+            .find(|l| l.name == c.inter_broker_listener)
+            .map(|l| l.protocol);
+        if protocol != Some(SecurityProtocol::Plaintext) {
+            // Replication, markers and verification connect without TLS or
+            // SASL today: refuse rather than fail at the first fetch.
+            return Err(invalid(
+                "inter.broker.listener.name",
+                format!(
+                    "the inter-broker listener {} uses {}; brokers reach each other over \
+                     PLAINTEXT only in this version (use a PLAINTEXT listener on a private \
+                     interface for inter.broker.listener.name)",
+                    c.inter_broker_listener,
+                    protocol.map_or("no protocol", SecurityProtocol::name)
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -1341,13 +1362,20 @@ mod tests {
         let err =
             BrokerConfig::from_properties(props(&[("listeners", "SASL_SSL://h:1")])).unwrap_err();
         assert!(err.to_string().contains("GSSAPI"), "{err}");
-        // Cluster brokers need an inter-broker listener that exists.
+        // Cluster brokers need an inter-broker listener that exists, PLAINTEXT for now.
         let err = BrokerConfig::from_properties(props(&[
             ("listeners", "SSL://h:1"),
             ("strata.metadata.etcd.endpoints", "http://127.0.0.1:2379"),
         ]))
         .unwrap_err();
         assert_eq!(err_name(&err), "inter.broker.listener.name");
+        let err = BrokerConfig::from_properties(props(&[
+            ("listeners", "PLAINTEXT://h:1,SSL://h:2"),
+            ("inter.broker.listener.name", "SSL"),
+            ("strata.metadata.etcd.endpoints", "http://127.0.0.1:2379"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("PLAINTEXT only"), "{err}");
     }
 
     #[test]
