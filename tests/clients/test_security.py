@@ -163,7 +163,7 @@ def _report_broker_output(request):
 
 
 def all_secrets(pki: Pki) -> list[str]:
-    return [ALICE_SCRAM, BOB_SCRAM, ADMIN_SCRAM, ALICE_PLAIN, ADMIN_PLAIN, WRONG, UNKNOWN_USER_PASSWORD,
+    return [ALICE_SCRAM, BOB_SCRAM, ADMIN_SCRAM, ALICE_PLAIN, ADMIN_PLAIN, BOB_PLAIN, WRONG, UNKNOWN_USER_PASSWORD,
             *pki.secrets(), pki.broker.key.read_text().splitlines()[1]]
 
 
@@ -315,6 +315,35 @@ def test_kcat_sasl_ssl_plain(secured, pki, tmp_path):
     assert out.splitlines() == [f"{i} k{i} v{i}" for i in range(50)]
 
 
+def test_kafka_python_sasl_ssl_scram_sha_512(secured, pki):
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KpTopicPartition
+
+    create_topic(secured.bootstrap, "kp-scram")
+    conf = dict(bootstrap_servers=secured.bootstrap_of("SASL_SSL"), security_protocol="SASL_SSL",
+                ssl_cafile=str(pki.ca_cert), sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
+                sasl_plain_password=ALICE_SCRAM)
+    producer = KafkaProducer(**conf)
+    try:
+        offsets = [producer.send("kp-scram", key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
+                   .get(timeout=30).offset for i in range(50)]
+    finally:
+        producer.close()
+    assert offsets == list(range(50))
+    consumer = KafkaConsumer(**conf, enable_auto_commit=False, group_id=None, consumer_timeout_ms=500)
+    try:
+        tp = KpTopicPartition("kp-scram", 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < 50 and time.monotonic() < deadline:
+            got += [(m.offset, m.key, m.value) for m in consumer]
+    finally:
+        consumer.close()
+    assert got == [(i, f"k{i}".encode(), f"v{i}".encode()) for i in range(50)]
+
+
 # ---- refused clients -------------------------------------------------------------------------
 
 SASL_FAILURES = {
@@ -415,6 +444,62 @@ def test_scram_consumer_reauthenticates_without_losing_its_connection(secured, p
     assert last["connection-creation-total"] == first["connection-creation-total"], (first, last)
     assert last["connection-close-total"] == first["connection-close-total"], (first, last)
     assert not [line for line in mark.new_lines() if "session expired" in line]
+
+
+# ---- ACLs -------------------------------------------------------------------------------------
+
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+BOB_PLAIN = "bob-plain-Pw-66t"
+
+
+@pytest.fixture(scope="module")
+def acl_broker(tmp_path_factory, strata_bin) -> StrataBroker:
+    """A broker with Kafka's StandardAuthorizer, super user admin, PLAIN users admin, alice, bob."""
+    root = tmp_path_factory.mktemp("acl-broker")
+    (root / "output").mkdir()
+    broker = StrataBroker(strata_bin, root / "data", root / "output", {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": "User:admin",
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            jaas(PLAIN_LOGIN, user_admin=ADMIN_PLAIN, user_alice=ALICE_PLAIN, user_bob=BOB_PLAIN),
+    })
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def plain_user(user: str, password: str) -> list[str]:
+    return java_sasl(None, "PLAIN", PLAIN_LOGIN, username=user, password=password)
+
+
+def test_acls_with_java_admin(acl_broker, java, request):
+    request.node.strata_brokers = [acl_broker]
+    sasl = acl_broker.bootstrap_of("SASL_PLAINTEXT")
+    admin, alice = plain_user("admin", ADMIN_PLAIN), plain_user("alice", ALICE_PLAIN)
+    grants = ["User:alice:topic:acl-orders:write:allow", "User:alice:topic:acl-orders:describe:allow"]
+
+    out = java.run("SecureClient", "create-acls", sasl, *grants, *alice)
+    assert [(o["event"], o["class"]) for o in out] == [("error", "ClusterAuthorizationException")], out
+    assert java.run("SecureClient", "create-acls", sasl, *grants, *admin) == [{"event": "created"}]
+    out = java.run("SecureClient", "describe-acls", sasl, *admin)
+    assert out == [{"event": "acls", "acls": ["User:alice TOPIC acl-orders LITERAL DESCRIBE ALLOW",
+                                              "User:alice TOPIC acl-orders LITERAL WRITE ALLOW"]}]
+    assert java.run("SecureClient", "create-topic", sasl, "acl-orders", *admin) == [{"event": "created"}]
+    assert java.run("SecureClient", "produce-one", sasl, "acl-orders", *alice) == [
+        {"event": "produced", "offset": 0}]
+
+
+def test_acls_deny_produce_without_a_grant(acl_broker, java, request):
+    """Kafka refuses a Produce from a principal with no WRITE grant on the topic."""
+    request.node.strata_brokers = [acl_broker]
+    sasl = acl_broker.bootstrap_of("SASL_PLAINTEXT")
+    java.run("SecureClient", "create-topic", sasl, "acl-private", *plain_user("admin", ADMIN_PLAIN))
+    out = java.run("SecureClient", "produce-one", sasl, "acl-private", *plain_user("bob", BOB_PLAIN))
+    assert [(o["event"], o.get("class")) for o in out] == [("error", "TopicAuthorizationException")], out
 
 
 def test_broker_log_has_no_secrets(secured, pki):

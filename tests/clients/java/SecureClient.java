@@ -9,6 +9,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ScramCredentialInfo;
 import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.UserScramCredentialAlteration;
@@ -24,6 +25,14 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -47,6 +56,14 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *       consumer assigned to partition 0 reads them, for that many seconds; prints "metrics" with
  *       the consumer's connection and (re-)authentication counters once the first record arrived
  *       and at the end, then "consumed" with the offsets read and "produced" with the count sent.
+ *   <li>{@code create-acls principal:resourceType:name:operation:permission...}: createAcls of
+ *       LITERAL patterns on any host; prints "created" or "error" (class of the cause).
+ *   <li>{@code describe-acls}: describeAcls(ANY); prints "acls" with
+ *       [principal, resourceType, name, patternType, operation, permission] per binding, sorted,
+ *       or "error".
+ *   <li>{@code create-topic topic}: createTopics (1 partition); prints "created" or "error".
+ *   <li>{@code produce-one topic}: one record to partition 0; prints "produced" with its offset,
+ *       or "error" with the class of the cause.
  * </ul>
  */
 public final class SecureClient {
@@ -76,6 +93,10 @@ public final class SecureClient {
             case "probe" -> probe(security);
             case "scram-users" -> scramUsers(security, positional);
             case "reauth-consume" -> reauthConsume(security, positional.get(0), Integer.parseInt(positional.get(1)));
+            case "create-acls" -> createAcls(security, positional);
+            case "describe-acls" -> describeAcls(security);
+            case "create-topic" -> createTopic(security, positional.get(0));
+            case "produce-one" -> produceOne(security, positional.get(0));
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -211,6 +232,75 @@ public final class SecureClient {
         }
         Json.emit("event", "consumed", "offsets", offsets);
         Json.emit("event", "produced", "count", sent);
+    }
+
+    /** Prints "error" with the class and message of what an operation failed with. */
+    private static void emitError(Exception e) {
+        Throwable top = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
+                ? e.getCause() : e;
+        Json.emit("event", "error", "class", top.getClass().getSimpleName(), "message", String.valueOf(top.getMessage()));
+    }
+
+    private static Properties quickAdmin(Properties security) {
+        Properties props = new Properties();
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000");
+        props.putAll(security);
+        return props;
+    }
+
+    private static void createAcls(Properties security, List<String> specs) {
+        List<AclBinding> bindings = new ArrayList<>();
+        for (String spec : specs) {
+            // principal is Type:name, so it spans two fields.
+            String[] p = spec.split(":");
+            bindings.add(new AclBinding(
+                    new ResourcePattern(ResourceType.fromString(p[2]), p[3], PatternType.LITERAL),
+                    new AccessControlEntry(p[0] + ":" + p[1], "*", AclOperation.fromString(p[4]),
+                            AclPermissionType.fromString(p[5]))));
+        }
+        try (Admin admin = Admin.create(quickAdmin(security))) {
+            admin.createAcls(bindings).all().get(30, TimeUnit.SECONDS);
+            Json.emit("event", "created");
+        } catch (Exception e) {
+            emitError(e);
+        }
+    }
+
+    private static void describeAcls(Properties security) {
+        try (Admin admin = Admin.create(quickAdmin(security))) {
+            List<String> rows = new ArrayList<>();
+            for (AclBinding b : admin.describeAcls(AclBindingFilter.ANY).values().get(30, TimeUnit.SECONDS)) {
+                rows.add(String.join(" ", b.entry().principal(), b.pattern().resourceType().name(),
+                        b.pattern().name(), b.pattern().patternType().name(), b.entry().operation().name(),
+                        b.entry().permissionType().name()));
+            }
+            rows.sort(null);
+            Json.emit("event", "acls", "acls", rows);
+        } catch (Exception e) {
+            emitError(e);
+        }
+    }
+
+    private static void createTopic(Properties security, String topic) {
+        try (Admin admin = Admin.create(quickAdmin(security))) {
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
+            Json.emit("event", "created");
+        } catch (Exception e) {
+            emitError(e);
+        }
+    }
+
+    private static void produceOne(Properties security, String topic) {
+        Properties props = producerProps(security);
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "15000");
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "15000");
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+            RecordMetadata md = producer.send(new ProducerRecord<>(topic, 0, "k", "v")).get(30, TimeUnit.SECONDS);
+            Json.emit("event", "produced", "offset", md.offset());
+        } catch (Exception e) {
+            emitError(e);
+        }
     }
 
     private static Map<String, Double> counters(Map<MetricName, ? extends Metric> metrics) {
