@@ -50,8 +50,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *       records (or 60 s pass) and prints "consumed" with [offset, key, value] of each.
  *   <li>{@code probe}: an Admin describeCluster; prints "ok" with the node count, or "error" with
  *       the class and message of the root cause (the client's view of a refused connection).
- *   <li>{@code scram-users user:mechanism:password:iterations...}: alterUserScramCredentials,
- *       then describeUserScramCredentials; prints "users" {name: [[mechanism, iterations]]}.
+ *   <li>{@code scram-users user:mechanism:password:iterations...}: alterUserScramCredentials
+ *       (one request each), then describeUserScramCredentials; prints "users" {name: [[mechanism, iterations]]}.
  *   <li>{@code reauth-consume topic seconds}: a producer writes one record every 100 ms while a
  *       consumer assigned to partition 0 reads them, for that many seconds; prints "metrics" with
  *       the consumer's connection and (re-)authentication counters once the first record arrived
@@ -181,7 +181,11 @@ public final class SecureClient {
             }
         }
         try (Admin admin = Admin.create(security)) {
-            admin.alterUserScramCredentials(alterations).all().get(30, TimeUnit.SECONDS);
+            // Kafka refuses a user named twice in one request (DUPLICATE_RESOURCE), even for two
+            // mechanisms: one request per credential.
+            for (UserScramCredentialAlteration alteration : alterations) {
+                admin.alterUserScramCredentials(List.of(alteration)).all().get(30, TimeUnit.SECONDS);
+            }
             Map<String, UserScramCredentialsDescription> described =
                     admin.describeUserScramCredentials(names).all().get(30, TimeUnit.SECONDS);
             Map<String, Object> users = new TreeMap<>();
@@ -238,12 +242,18 @@ public final class SecureClient {
     private static void emitError(Exception e) {
         Throwable top = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
                 ? e.getCause() : e;
-        Json.emit("event", "error", "class", top.getClass().getSimpleName(), "message", String.valueOf(top.getMessage()));
+        Throwable root = top;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        Json.emit("event", "error", "class", top.getClass().getSimpleName(), "message", String.valueOf(top.getMessage()),
+                "rootClass", root.getClass().getSimpleName(), "rootMessage", String.valueOf(root.getMessage()));
     }
 
     private static Properties quickAdmin(Properties security) {
         Properties props = new Properties();
         props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000");
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000"); // must not exceed the above
         props.putAll(security);
         return props;
     }
