@@ -7,7 +7,10 @@
 - a PKCS12 truststore holding the CA, made by `keytool -importcert` (keytool encrypts its
   certificate bags, which the broker's reader must open);
 - client certificates signed by the CA (`alice`: subject `CN=alice,OU=clients,O=Strata`) and an
-  untrusted self-signed one (`mallory`), each as PEM and as a PKCS12 keystore.
+  untrusted one (`mallory`), signed by a rogue CA that copies the real CA's subject name, each as
+  PEM and as a PKCS12 keystore. (Clients offer only a certificate whose issuer is among the CA
+  names the server asks for, so a plain self-signed one would never reach the broker: this one
+  does, and only its signature gives it away.)
 
 Every store has its own password; `Pki.secrets()` lists them all, so a test can check that none
 reaches the broker's log.
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DAYS = "2"
+CA_SUBJECT = "/O=Strata/CN=Strata Test CA"
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class Pki:
     truststore_password: str
     broker: Identity
     alice: Identity  # signed by the CA
-    mallory: Identity  # self-signed, trusted by no one
+    mallory: Identity  # signed by a rogue CA with the real CA's name
 
     def secrets(self) -> list[str]:
         return [self.truststore_password, self.broker.password, self.alice.password, self.mallory.password]
@@ -52,32 +56,30 @@ def _run(*cmd: str, cwd: Path) -> None:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
 
 
-def _signed(dir: Path, name: str, subject: str, extensions: str, password: str) -> Identity:
-    """A key and a CA-signed certificate with `extensions` (an openssl extension section)."""
+def _ca(dir: Path, name: str) -> None:
+    _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt",
+         "-days", DAYS, "-sha256", "-subj", CA_SUBJECT,
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=dir)
+
+
+def _signed(dir: Path, name: str, subject: str, extensions: str, password: str, ca: str = "ca") -> Identity:
+    """A key and a certificate signed by `ca`, with `extensions` (an openssl extension section)."""
     ext = dir / f"{name}.ext"
     ext.write_text(extensions)
     _run("openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key",
          "-out", f"{name}.csr", "-subj", subject, cwd=dir)
-    _run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+    _run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
          "-CAcreateserial", "-days", DAYS, "-sha256", "-extfile", ext.name, "-out", f"{name}.crt", cwd=dir)
-    return _p12(dir, name, password, chain=True)
-
-
-def _p12(dir: Path, name: str, password: str, chain: bool) -> Identity:
-    args = ["openssl", "pkcs12", "-export", "-in", f"{name}.crt", "-inkey", f"{name}.key", "-name", name,
-            "-out", f"{name}.p12", "-passout", f"pass:{password}"]
-    if chain:
-        args += ["-certfile", "ca.crt"]
-    _run(*args, cwd=dir)
+    _run("openssl", "pkcs12", "-export", "-in", f"{name}.crt", "-inkey", f"{name}.key", "-certfile", f"{ca}.crt",
+         "-name", name, "-out", f"{name}.p12", "-passout", f"pass:{password}", cwd=dir)
     return Identity(dir / f"{name}.crt", dir / f"{name}.key", dir / f"{name}.p12", password)
 
 
 def make_pki(dir: Path) -> Pki:
     dir.mkdir(parents=True, exist_ok=True)
-    _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-         "-days", DAYS, "-sha256", "-subj", "/O=Strata/CN=Strata Test CA",
-         "-addext", "basicConstraints=critical,CA:TRUE",
-         "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=dir)
+    _ca(dir, "ca")
+    _ca(dir, "rogue-ca")
     broker = _signed(dir, "broker", "/O=Strata/CN=localhost", (
         "basicConstraints=CA:FALSE\n"
         "keyUsage=critical,digitalSignature,keyEncipherment\n"
@@ -87,10 +89,10 @@ def make_pki(dir: Path) -> Pki:
         "basicConstraints=CA:FALSE\n"
         "keyUsage=critical,digitalSignature,keyEncipherment\n"
         "extendedKeyUsage=clientAuth\n"), "alice-store-Pw-9zv")
-    _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "mallory.key",
-         "-out", "mallory.crt", "-days", DAYS, "-sha256", "-subj", "/O=Elsewhere/CN=mallory",
-         "-addext", "extendedKeyUsage=clientAuth", cwd=dir)
-    mallory = _p12(dir, "mallory", "mallory-store-Pw-2hd", chain=False)
+    mallory = _signed(dir, "mallory", "/O=Strata/OU=clients/CN=mallory", (
+        "basicConstraints=CA:FALSE\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=clientAuth\n"), "mallory-store-Pw-2hd", ca="rogue-ca")
     truststore_password = "trust-store-Pw-6mn"
     _run("keytool", "-importcert", "-noprompt", "-alias", "strata-test-ca", "-file", "ca.crt",
          "-keystore", "truststore.p12", "-storetype", "PKCS12", "-storepass", truststore_password, cwd=dir)

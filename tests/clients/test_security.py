@@ -258,7 +258,7 @@ def test_java_ssl_client_certificate_required(secured, pki, java):
     mark = LogMark(secured)
     probe = java.run("SecureClient", "probe", secured.bootstrap_of("MTLS"), *java_ssl(pki))
     assert [(p["event"], p["class"]) for p in probe] == [("error", "SslAuthenticationException")], probe
-    mark.wait_warn("TLS handshake failed")
+    assert "peer sent no certificates" in mark.wait_warn("TLS handshake failed")
     serves_good_client(secured, pki, "MTLS")
 
 
@@ -405,7 +405,28 @@ def test_java_untrusted_client_certificate(secured, pki, java):
     mark = LogMark(secured)
     probe = java.run("SecureClient", "probe", secured.bootstrap_of("MTLS"), *java_ssl(pki, keystore=pki.mallory))
     assert [(p["event"], p["class"]) for p in probe] == [("error", "SslAuthenticationException")], probe
-    mark.wait_warn("TLS handshake failed")
+    warn = mark.wait_warn("TLS handshake failed")
+    assert "BadSignature" in warn, warn
+    serves_good_client(secured, pki, "MTLS")
+
+
+def test_confluent_untrusted_client_certificate(secured, pki):
+    errors: list[KafkaError] = []
+    mark = LogMark(secured)
+    producer = Producer({
+        "bootstrap.servers": secured.bootstrap_of("MTLS"), "security.protocol": "SSL",
+        "ssl.ca.location": str(pki.ca_cert), "ssl.certificate.location": str(pki.mallory.cert),
+        "ssl.key.location": str(pki.mallory.key), "error_cb": errors.append,
+    })
+    deadline = time.monotonic() + 20
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.2)
+    del producer
+    assert errors, "librdkafka reported no error"
+    assert errors[0].code() in (KafkaError._SSL, KafkaError._TRANSPORT), errors[0]
+    assert "alert" in errors[0].str(), errors[0]
+    warn = mark.wait_warn("TLS handshake failed")
+    assert "BadSignature" in warn, warn
     serves_good_client(secured, pki, "MTLS")
 
 
@@ -414,7 +435,7 @@ def test_java_plaintext_client_to_ssl_port(secured, pki, java):
     probe = java.run("SecureClient", "probe", secured.bootstrap_of("SSL"), "security.protocol=PLAINTEXT")
     # The broker drops the connection at the handshake; the client sees disconnects until its timeout.
     assert [(p["event"], p["class"]) for p in probe] == [("error", "TimeoutException")], probe
-    mark.wait_warn("TLS handshake failed")
+    assert "InvalidContentType" in mark.wait_warn("TLS handshake failed")
     serves_good_client(secured, pki, "SSL")
 
 
