@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from broker import StrataBroker
 from pki import Pki, make_pki
@@ -40,6 +40,7 @@ BOB_SCRAM = "bob-scram-Pw-58c"
 ADMIN_SCRAM = "admin-scram-Pw-07r"
 ALICE_PLAIN = "alice-plain-Pw-44d"
 ADMIN_PLAIN = "admin-plain-Pw-90e"
+CAROL_SCRAM = "carol-scram-Pw-85b"
 WRONG = "wrong-Pw-73p"
 UNKNOWN_USER_PASSWORD = "nobody-Pw-12j"
 
@@ -163,7 +164,7 @@ def _report_broker_output(request):
 
 
 def all_secrets(pki: Pki) -> list[str]:
-    return [ALICE_SCRAM, BOB_SCRAM, ADMIN_SCRAM, ALICE_PLAIN, ADMIN_PLAIN, BOB_PLAIN, WRONG, UNKNOWN_USER_PASSWORD,
+    return [ALICE_SCRAM, BOB_SCRAM, ADMIN_SCRAM, CAROL_SCRAM, ALICE_PLAIN, ADMIN_PLAIN, BOB_PLAIN, WRONG, UNKNOWN_USER_PASSWORD,
             *pki.secrets(), pki.broker.key.read_text().splitlines()[1]]
 
 
@@ -293,6 +294,16 @@ def test_confluent_ssl_client_certificate(secured, pki):
     create_topic(secured.bootstrap, "ck-mtls")
     conf = {"bootstrap.servers": secured.bootstrap_of("MTLS"), **rdkafka_conf(pki, "MTLS")}
     rdkafka_round_trip(secured, conf, "ck-mtls", 100)
+
+    # The connection's principal is the certificate's subject through ssl.principal.mapping.rules
+    # (CN=alice,OU=clients,O=Strata -> alice); the broker names it when SCRAM credentials change.
+    mark = LogMark(secured)
+    client = AdminClient(conf)
+    futures = client.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), CAROL_SCRAM.encode())])
+    futures["carol"].result(timeout=30)
+    altered = [line for line in mark.new_lines() if "SCRAM credentials altered" in line]
+    assert len(altered) == 1 and "principal=User:alice " in altered[0] + " ", altered
 
 
 def test_kcat_sasl_ssl_plain(secured, pki, tmp_path):
