@@ -12,7 +12,12 @@ One broker serves the whole module, with six listeners:
 PLAINTEXT; SSL (PKCS12 keystore); MTLS (SSL, `ssl.client.auth=required`, PKCS12 truststore made by
 keytool); SASL_SSL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN; inline PEM keystore, KIP-651);
 SASL_PLAINTEXT (PLAIN, OAUTHBEARER with Kafka's unsecured validator); REAUTH (SASL_PLAINTEXT,
-SCRAM-SHA-512, `connections.max.reauth.ms=2000`). Certificates come from pki.py at test time.
+SCRAM-SHA-512, `connections.max.reauth.ms=2000`). Certificates come from pki.py at test time;
+the intruder's certificate is signed by a rogue CA bearing the real CA's name, so that clients
+offer it and the broker has to catch the signature.
+
+A second broker, with Kafka's StandardAuthorizer, checks the ACL APIs through the Java Admin; the
+test that ACLs deny a Produce is a strict xfail until the broker authorizes data APIs.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import json
 import shutil
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -30,7 +34,7 @@ from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechani
 
 from broker import StrataBroker
 from pki import Pki, make_pki
-from records import create_topic
+from records import consume_confluent, create_topic
 
 KCAT = shutil.which("kcat") or shutil.which("kafkacat")
 
@@ -220,7 +224,6 @@ def serves_good_client(broker: StrataBroker, pki: Pki, listener: str) -> None:
 
 def rdkafka_round_trip(broker: StrataBroker, conf: dict[str, str], topic: str, count: int) -> None:
     """Produces `count` records with confluent-kafka over `conf`'s listener and reads them back."""
-    from records import consume_confluent
     delivered: list[int] = []
     errors: list[str] = []
 
