@@ -6,6 +6,8 @@
 #   - a Python venv in .test-deps/venv with pytest, confluent-kafka and kafka-python,
 #   - the Java Kafka client 3.9.1 and its codec jars in .test-deps/jars
 #     (taken from the shigawire-apache-flink-libraries wheel, which ships them),
+#     and Jackson (Debian's libjackson2-databind-java, linked into .test-deps/jars): the Java
+#     client's OAUTHBEARER unsecured login module parses its token with it,
 #   - the rustfmt and clippy components.
 # Idempotent: each step checks first and does nothing when already done, so a
 # second run takes a second or two.
@@ -38,6 +40,9 @@ install_debian_packages() {
   fi
   if ! command -v javac >/dev/null 2>&1; then
     want+=(openjdk-17-jdk-headless)
+  fi
+  if [ ! -f /usr/share/java/jackson-databind.jar ]; then
+    want+=(libjackson2-databind-java)
   fi
   if ! command -v etcd >/dev/null 2>&1; then
     want+=(etcd-server)
@@ -108,6 +113,17 @@ PY
   printf '%s\n' "$JAR_WHEEL" >"$stamp"
 }
 
+# Jackson for the Java client's OAUTHBEARER unsecured login module (tests/clients/test_security.py).
+DEBIAN_JARS=(jackson-databind.jar jackson-core.jar jackson-annotations.jar)
+
+link_debian_jars() {
+  local name
+  mkdir -p "$JARS"
+  for name in "${DEBIAN_JARS[@]}"; do
+    [ -e "$JARS/$name" ] || ln -s "/usr/share/java/$name" "$JARS/$name"
+  done
+}
+
 install_rust_components() {
   local installed
   installed=$(rustup component list --installed 2>/dev/null || true)
@@ -123,4 +139,5 @@ install_rust_components() {
 install_debian_packages
 install_python_packages
 install_jars
+link_debian_jars
 install_rust_components

@@ -3,11 +3,16 @@
 Each broker listens on a free loopback port, keeps its log under a directory the
 caller owns (so a test can restart a broker on the same data) and writes its
 output to a log file that the suite attaches to failing test reports.
+
+A test that sets `listeners` itself (several listeners, port 0) gets each listener's bound
+port from the broker's `strata: broker N listening on NAME host:port, ...` line
+(`listener_ports`); `port` is then the PLAINTEXT listener's, or the first one's.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import time
@@ -17,6 +22,8 @@ from managed import ManagedProcess
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
+# The line `strata serve` prints on stderr once every listener is bound.
+LISTENING_LINE = re.compile(rb"strata: broker \d+ listening on (.*?) \(cluster id")
 
 
 class BrokerError(RuntimeError):
@@ -58,6 +65,8 @@ class StrataBroker(ManagedProcess):
         # every start takes a free one.
         self.keep_port = keep_port
         self.port: int | None = None
+        # Listener name -> bound port, from the broker's output (`listeners` set by the caller).
+        self.listener_ports: dict[str, int] = {}
         self.fresh_port = False  # whether this start's port was just picked (and may be changed)
         self.process: subprocess.Popen | None = None
         self.starts = 0
@@ -68,6 +77,12 @@ class StrataBroker(ManagedProcess):
         if self.port is None:
             raise BrokerError("broker has not been started")
         return f"127.0.0.1:{self.port}"
+
+    def bootstrap_of(self, listener: str) -> str:
+        """The loopback address of the named listener (when the caller set `listeners`)."""
+        if listener not in self.listener_ports:
+            raise BrokerError(f"no listener {listener} among {sorted(self.listener_ports)}")
+        return f"127.0.0.1:{self.listener_ports[listener]}"
 
     def command(self) -> list[str]:
         settings = {
@@ -122,11 +137,31 @@ class StrataBroker(ManagedProcess):
                     self.spawn()
                     continue
                 raise BrokerError(f"strata serve exited with code {code} before listening:\n{self.output_tail()}")
-            if port_accepts(self.port):
+            if "listeners" in self.overrides:
+                if self._read_listener_ports():
+                    return self
+            elif port_accepts(self.port):
                 return self
             time.sleep(0.05)
         self.kill()
         raise BrokerError(f"strata serve did not accept connections within {READY_TIMEOUT_S}s:\n{self.output_tail()}")
+
+    def _read_listener_ports(self) -> bool:
+        """Parses this start's "listening on" line into `listener_ports` (and `port`); whether
+        the line was there yet."""
+        try:
+            match = LISTENING_LINE.search(self.output_files[-1].read_bytes())
+        except OSError:
+            return False
+        if match is None:
+            return False
+        ports = {}
+        for entry in match.group(1).decode().split(", "):
+            name, addr = entry.rsplit(" ", 1)
+            ports[name] = int(addr.rsplit(":", 1)[1])
+        self.listener_ports = ports
+        self.port = ports.get("PLAINTEXT", next(iter(ports.values())))
+        return True
 
     def _lost_port_race(self) -> bool:
         """Whether this start failed only because its port was taken (the OS error's text is
