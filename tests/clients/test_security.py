@@ -12,7 +12,7 @@ One broker serves the whole module, with six listeners:
 PLAINTEXT; SSL (PKCS12 keystore); MTLS (SSL, `ssl.client.auth=required`, PKCS12 truststore made by
 keytool); SASL_SSL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN; inline PEM keystore, KIP-651);
 SASL_PLAINTEXT (PLAIN, OAUTHBEARER with Kafka's unsecured validator); REAUTH (SASL_PLAINTEXT,
-SCRAM-SHA-512, `connections.max.reauth.ms=2000`). Certificates come from pki.py at test time;
+SCRAM-SHA-512, `connections.max.reauth.ms=3000`). Certificates come from pki.py at test time;
 the intruder's certificate is signed by a rogue CA bearing the real CA's name, so that clients
 offer it and the broker has to catch the signature.
 
@@ -88,7 +88,7 @@ def broker_settings(pki: Pki) -> dict[str, str]:
             jaas(PLAIN_LOGIN, user_alice=ALICE_PLAIN, user_admin=ADMIN_PLAIN),
         "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": f"{OAUTH_LOGIN} required ;",
         "listener.name.reauth.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "listener.name.reauth.connections.max.reauth.ms": "2000",
+        "listener.name.reauth.connections.max.reauth.ms": "3000",
     }
     return settings
 
@@ -468,7 +468,7 @@ def test_java_tls_client_to_plaintext_port(secured, pki, java):
 def test_scram_consumer_reauthenticates_without_losing_its_connection(secured, pki, java):
     create_topic(secured.bootstrap, "reauth")
     mark = LogMark(secured)
-    out = java.run("SecureClient", "reauth-consume", secured.bootstrap_of("REAUTH"), "reauth", 8,
+    out = java.run("SecureClient", "reauth-consume", secured.bootstrap_of("REAUTH"), "reauth", 11,
                    *java_sasl(None, "SCRAM-SHA-512", SCRAM_LOGIN, username="alice", password=ALICE_SCRAM))
     by_event = {line["event"]: line for line in out}
     produced = by_event["produced"]["count"]

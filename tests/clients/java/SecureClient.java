@@ -204,8 +204,12 @@ public final class SecureClient {
         TopicPartition tp = new TopicPartition(topic, 0);
         List<Object> offsets = new ArrayList<>();
         int sent = 0;
+        Properties consumerProps = consumerProps(security);
+        // Short long-polls: a client re-authenticates between requests, so a fetch held for the
+        // default 500 ms near the end of a session would make it late.
+        consumerProps.put("fetch.max.wait.ms", "100");
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps(security));
-                KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps(security))) {
+                KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps)) {
             consumer.assign(List.of(tp));
             consumer.seekToBeginning(List.of(tp));
             Map<String, Double> first = null;
