@@ -169,7 +169,7 @@ fn serve_doctor_and_fsck_resolve_one_file_identically() {
     child.wait().unwrap();
     let listening = listening.unwrap_or_else(|| panic!("serve did not start: {seen:?}"));
     assert!(
-        listening.contains("broker 7 listening on 127.0.0.1:"),
+        listening.contains("broker 7 listening on PLAINTEXT 127.0.0.1:"),
         "{listening}"
     );
     assert!(Path::new(&data_dir).is_dir(), "serve used another log dir");
