@@ -23,7 +23,6 @@
 //! takes the newer document from its metadata watch ([`SecurityStore::apply_cluster`]).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -326,25 +325,17 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Document, SecurityStoreError> {
 }
 
 fn persist(path: &Path, doc: &Document) -> Result<(), SecurityStoreError> {
-    let io = |op: &'static str, p: &Path| {
-        let path: PathBuf = p.to_path_buf();
-        move |source| SecurityStoreError::Io { path, op, source }
-    };
     let bytes = serde_json::to_vec_pretty(doc).map_err(|source| SecurityStoreError::Parse {
         path: path.to_path_buf(),
         source,
     })?;
-    let tmp = path.with_extension("json.tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io("creating", &tmp))?;
-    f.write_all(&bytes).map_err(io("writing", &tmp))?;
-    f.sync_all().map_err(io("fsyncing", &tmp))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io("renaming", &tmp))?;
-    if let Some(dir) = path.parent() {
-        let d = std::fs::File::open(dir).map_err(io("opening", dir))?;
-        d.sync_all().map_err(io("fsyncing", dir))?;
-    }
-    Ok(())
+    strata_log::fs::write_atomically(&strata_log::fs::StdFs, path, &bytes).map_err(|source| {
+        SecurityStoreError::Io {
+            path: path.to_path_buf(),
+            op: "writing",
+            source,
+        }
+    })
 }
 
 #[cfg(test)]
