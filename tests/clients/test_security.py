@@ -444,9 +444,14 @@ def test_confluent_untrusted_client_certificate(secured, pki):
     serves_good_client(secured, pki, "MTLS")
 
 
+# A client that can never connect gives up at its API timeout: keep it short where that is expected.
+SHORT_PROBE = ("default.api.timeout.ms=3000", "request.timeout.ms=1500")
+
+
 def test_java_plaintext_client_to_ssl_port(secured, pki, java):
     mark = LogMark(secured)
-    probe = java.run("SecureClient", "probe", secured.bootstrap_of("SSL"), "security.protocol=PLAINTEXT")
+    probe = java.run("SecureClient", "probe", secured.bootstrap_of("SSL"), "security.protocol=PLAINTEXT",
+                     *SHORT_PROBE)
     # The broker drops the connection at the handshake; the client sees disconnects until its timeout.
     assert [(p["event"], p["class"]) for p in probe] == [("error", "TimeoutException")], probe
     assert "InvalidContentType" in mark.wait_warn("TLS handshake failed")
@@ -455,7 +460,7 @@ def test_java_plaintext_client_to_ssl_port(secured, pki, java):
 
 def test_java_tls_client_to_plaintext_port(secured, pki, java):
     mark = LogMark(secured)
-    probe = java.run("SecureClient", "probe", secured.bootstrap_of("PLAINTEXT"), *java_ssl(pki))
+    probe = java.run("SecureClient", "probe", secured.bootstrap_of("PLAINTEXT"), *java_ssl(pki), *SHORT_PROBE)
     # The broker closes the connection on the ClientHello (as Kafka does, taking it for an
     # oversized frame); the client sees disconnects until its timeout.
     assert [(p["event"], p["class"]) for p in probe] == [("error", "TimeoutException")], probe
