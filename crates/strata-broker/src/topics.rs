@@ -13,7 +13,6 @@
 //! on disk is always a complete document (old or new, never a mix).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -238,22 +237,14 @@ impl TopicStore {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let io = |op: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| TopicStoreError::Io { path, op, source }
-        };
         let bytes = doc.encode();
-        let tmp = path.with_extension("json.tmp");
-        let mut f = std::fs::File::create(&tmp).map_err(io("creating", &tmp))?;
-        f.write_all(&bytes).map_err(io("writing", &tmp))?;
-        f.sync_all().map_err(io("fsyncing", &tmp))?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io("renaming", &tmp))?;
-        if let Some(dir) = path.parent() {
-            let d = std::fs::File::open(dir).map_err(io("opening", dir))?;
-            d.sync_all().map_err(io("fsyncing", dir))?;
-        }
-        Ok(())
+        strata_log::fs::write_atomically(&strata_log::fs::StdFs, path, &bytes).map_err(|source| {
+            TopicStoreError::Io {
+                path: path.clone(),
+                op: "writing",
+                source,
+            }
+        })
     }
 }
 

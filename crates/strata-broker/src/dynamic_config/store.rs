@@ -3,8 +3,7 @@
 //! of the directory), so the file is always a complete old or new document.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -75,23 +74,15 @@ pub(crate) fn load(path: &Path) -> Result<Document, DynamicConfigError> {
 
 /// Write `doc` to `path` atomically.
 pub(crate) fn persist(path: &Path, doc: &Document) -> Result<(), DynamicConfigError> {
-    let io = |op: &'static str, p: &Path| {
-        let path: PathBuf = p.to_path_buf();
-        move |source| DynamicConfigError::Io { path, op, source }
-    };
     let bytes = serde_json::to_vec_pretty(doc).map_err(|source| DynamicConfigError::Parse {
         path: path.to_path_buf(),
         source,
     })?;
-    let tmp = path.with_extension("json.tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io("creating", &tmp))?;
-    f.write_all(&bytes).map_err(io("writing", &tmp))?;
-    f.sync_all().map_err(io("fsyncing", &tmp))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io("renaming", &tmp))?;
-    if let Some(dir) = path.parent() {
-        let d = std::fs::File::open(dir).map_err(io("opening", dir))?;
-        d.sync_all().map_err(io("fsyncing", dir))?;
-    }
-    Ok(())
+    strata_log::fs::write_atomically(&strata_log::fs::StdFs, path, &bytes).map_err(|source| {
+        DynamicConfigError::Io {
+            path: path.to_path_buf(),
+            op: "writing",
+            source,
+        }
+    })
 }
