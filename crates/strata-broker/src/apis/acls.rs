@@ -47,6 +47,18 @@ fn filter_of(
     )
 }
 
+/// Log a failed write of the ACL store; the code and message every item of
+/// the request then gets.
+fn store_failed(error: &crate::security::store::SecurityStoreError) -> (i16, Option<StrBytes>) {
+    tracing::error!(error = %strata_log::ErrorChain(error), "cannot persist ACLs");
+    (
+        ResponseError::UnknownServerError.code(),
+        Some(StrBytes::from_static_str(
+            "the ACL store could not be written",
+        )),
+    )
+}
+
 fn message(e: &acl::AclError) -> Option<StrBytes> {
     Some(StrBytes::from_string(e.to_string()))
 }
@@ -109,15 +121,13 @@ pub(crate) async fn create(ctx: &RequestContext, req: CreateAclsRequest) -> Crea
             })
             .collect(),
         Err(error) => {
-            tracing::error!(error = %strata_log::ErrorChain(&error), "cannot persist ACLs");
+            let (code, message) = store_failed(&error);
             req.creations
                 .iter()
                 .map(|_| {
                     let mut r = AclCreationResult::default();
-                    r.error_code = ResponseError::UnknownServerError.code();
-                    r.error_message = Some(StrBytes::from_static_str(
-                        "the ACL store could not be written",
-                    ));
+                    r.error_code = code;
+                    r.error_message = message.clone();
                     r
                 })
                 .collect()
@@ -251,15 +261,13 @@ pub(crate) async fn delete(ctx: &RequestContext, req: DeleteAclsRequest) -> Dele
             })
             .collect(),
         Err(error) => {
-            tracing::error!(error = %strata_log::ErrorChain(&error), "cannot persist ACLs");
+            let (code, message) = store_failed(&error);
             req.filters
                 .iter()
                 .map(|_| {
                     let mut r = DeleteAclsFilterResult::default();
-                    r.error_code = ResponseError::UnknownServerError.code();
-                    r.error_message = Some(StrBytes::from_static_str(
-                        "the ACL store could not be written",
-                    ));
+                    r.error_code = code;
+                    r.error_message = message.clone();
                     r
                 })
                 .collect()

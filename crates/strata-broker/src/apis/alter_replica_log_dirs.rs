@@ -34,68 +34,53 @@ pub(crate) async fn handle(
     if !ctx.authorize_cluster(AclOperation::Alter) {
         // Kafka's error response: every partition, nothing moved.
         let code = ResponseError::ClusterAuthorizationFailed.code();
-        let mut by_topic: BTreeMap<TopicName, Vec<AlterReplicaLogDirPartitionResult>> =
-            BTreeMap::new();
-        for dir in req.dirs {
-            for t in dir.topics {
-                for p in t.partitions {
-                    let mut r = AlterReplicaLogDirPartitionResult::default();
-                    r.partition_index = p;
-                    r.error_code = code;
-                    by_topic.entry(t.name.clone()).or_default().push(r);
-                }
-            }
-        }
-        let mut resp = AlterReplicaLogDirsResponse::default();
-        resp.results = by_topic
-            .into_iter()
-            .map(|(name, partitions)| {
-                let mut t = AlterReplicaLogDirTopicResult::default();
-                t.topic_name = name;
-                t.partitions = partitions;
-                t
-            })
-            .collect();
-        return resp;
+        return answer(req, |_, _| code);
     }
     ctx.broker
         .blocking(move |b| {
-            let mut by_topic: BTreeMap<TopicName, Vec<AlterReplicaLogDirPartitionResult>> =
-                BTreeMap::new();
-            for dir in req.dirs {
-                let path = Path::new(dir.path.as_str());
-                for t in dir.topics {
-                    for p in t.partitions {
-                        let tp = TopicPartition::new(t.name.as_str(), p);
-                        let code = match b.logs.alter_log_dir(&tp, path) {
-                            Ok(LogDirMove::Remembered) => ResponseError::ReplicaNotAvailable.code(),
-                            Ok(outcome) => {
-                                tracing::info!(%tp, dir = %path.display(), ?outcome, "AlterReplicaLogDirs");
-                                0
-                            }
-                            Err(e) => {
-                                tracing::info!(%tp, dir = %path.display(), error = %strata_log::ErrorChain(&e), "AlterReplicaLogDirs refused");
-                                log_error_code(&e).code()
-                            }
-                        };
-                        let mut r = AlterReplicaLogDirPartitionResult::default();
-                        r.partition_index = p;
-                        r.error_code = code;
-                        by_topic.entry(t.name.clone()).or_default().push(r);
-                    }
+            answer(req, |tp, path| match b.logs.alter_log_dir(tp, path) {
+                Ok(LogDirMove::Remembered) => ResponseError::ReplicaNotAvailable.code(),
+                Ok(outcome) => {
+                    tracing::info!(%tp, dir = %path.display(), ?outcome, "AlterReplicaLogDirs");
+                    0
                 }
-            }
-            let mut resp = AlterReplicaLogDirsResponse::default();
-            resp.results = by_topic
-                .into_iter()
-                .map(|(name, partitions)| {
-                    let mut t = AlterReplicaLogDirTopicResult::default();
-                    t.topic_name = name;
-                    t.partitions = partitions;
-                    t
-                })
-                .collect();
-            resp
+                Err(e) => {
+                    tracing::info!(%tp, dir = %path.display(), error = %strata_log::ErrorChain(&e), "AlterReplicaLogDirs refused");
+                    log_error_code(&e).code()
+                }
+            })
         })
         .await
+}
+
+/// One result per requested partition, grouped by topic, with the error
+/// code `code` gives each (partition, target dir).
+fn answer(
+    req: AlterReplicaLogDirsRequest,
+    mut code: impl FnMut(&TopicPartition, &Path) -> i16,
+) -> AlterReplicaLogDirsResponse {
+    let mut by_topic: BTreeMap<TopicName, Vec<AlterReplicaLogDirPartitionResult>> = BTreeMap::new();
+    for dir in req.dirs {
+        let path = Path::new(dir.path.as_str());
+        for t in dir.topics {
+            for p in t.partitions {
+                let tp = TopicPartition::new(t.name.as_str(), p);
+                let mut r = AlterReplicaLogDirPartitionResult::default();
+                r.partition_index = p;
+                r.error_code = code(&tp, path);
+                by_topic.entry(t.name.clone()).or_default().push(r);
+            }
+        }
+    }
+    let mut resp = AlterReplicaLogDirsResponse::default();
+    resp.results = by_topic
+        .into_iter()
+        .map(|(name, partitions)| {
+            let mut t = AlterReplicaLogDirTopicResult::default();
+            t.topic_name = name;
+            t.partitions = partitions;
+            t
+        })
+        .collect();
+    resp
 }
