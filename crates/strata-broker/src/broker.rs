@@ -52,6 +52,8 @@ pub(crate) struct Broker {
     pub topics: Arc<TopicStore>,
     pub logs: Arc<LogManager>,
     pub stats: Stats,
+    /// The Prometheus metrics the request path updates (`crate::metrics`).
+    pub metrics: crate::metrics::Metrics,
     /// Bumped after every append; delayed fetches wait for a change.
     pub appends: watch::Sender<u64>,
     /// `true` once shutdown began; long waits select on it.
@@ -136,6 +138,7 @@ impl Broker {
             topics,
             logs,
             stats: Stats::default(),
+            metrics: crate::metrics::Metrics::new(),
             appends: watch::Sender::new(0),
             shutdown,
             admin: Mutex::new(()),

@@ -113,6 +113,9 @@ pub struct BrokerConfig {
     pub etcd_endpoints: Vec<String>,
     /// `strata.metadata.etcd.prefix`: the key prefix of this cluster's metadata.
     pub etcd_prefix: String,
+    /// `strata.metrics.listener`: `host:port` of the HTTP listener serving
+    /// `/metrics` (Prometheus) and the storage console; `None` (the default) serves neither.
+    pub metrics_listener: Option<String>,
     /// `broker.session.timeout.ms`: the lease of the broker's registration.
     pub broker_session_timeout_ms: u64,
     /// `broker.heartbeat.interval.ms`: how often the lease is renewed.
@@ -232,6 +235,30 @@ fn etcd_prefix_rule(v: &Value) -> Result<(), String> {
     } else {
         Ok(())
     }
+}
+
+/// `strata.metrics.listener`: empty (off), or `host:port` with an optional
+/// `http://` in front; the port may be 0 (any free port).
+fn metrics_listener_rule(v: &Value) -> Result<(), String> {
+    let text = v.string();
+    let Some(addr) = metrics_listener_of(&text) else {
+        return Ok(());
+    };
+    let rule = "must be host:port (e.g. 127.0.0.1:9404), optionally with http:// in front";
+    let (host, port) = addr.rsplit_once(':').ok_or_else(|| rule.to_string())?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.contains('/') || port.parse::<u16>().is_err() {
+        return Err(rule.to_string());
+    }
+    Ok(())
+}
+
+/// The `host:port` of `strata.metrics.listener`, `None` when unset.
+fn metrics_listener_of(text: &str) -> Option<String> {
+    let text = text.trim();
+    let addr = text.strip_prefix("http://").unwrap_or(text);
+    let addr = addr.strip_suffix('/').unwrap_or(addr);
+    (!addr.is_empty()).then(|| addr.to_string())
 }
 
 fn render_listeners(l: &[Listener]) -> String {
@@ -461,6 +488,15 @@ static TABLE: &[Def] = &[
         "Strata only: the etcd key prefix under which this cluster keeps its metadata.",
         |c, v| c.etcd_prefix = v.string(),
         |c| c.etcd_prefix.clone(),
+    ),
+    Def::new(
+        "strata.metrics.listener",
+        ConfigType::String,
+        "",
+        Validator::Custom(metrics_listener_rule),
+        "Strata only: host:port of the HTTP listener for /metrics and the storage console (unset: off).",
+        |c, v| c.metrics_listener = metrics_listener_of(&v.string()),
+        |c| c.metrics_listener.clone().unwrap_or_default(),
     ),
     Def::new(
         "broker.session.timeout.ms",
@@ -693,6 +729,7 @@ impl BrokerConfig {
             cluster_id: None,
             etcd_endpoints: Vec::new(),
             etcd_prefix: String::new(),
+            metrics_listener: None,
             broker_session_timeout_ms: 0,
             broker_heartbeat_interval_ms: 0,
             auto_leader_rebalance_enable: false,
@@ -1093,6 +1130,16 @@ mod tests {
                 "each listener must have a different name (PLAINTEXT twice)",
             ),
             ("cluster.id", "", "must not be empty"),
+            (
+                "strata.metrics.listener",
+                "localhost",
+                "must be host:port (e.g. 127.0.0.1:9404), optionally with http:// in front",
+            ),
+            (
+                "strata.metrics.listener",
+                "127.0.0.1:99999",
+                "must be host:port (e.g. 127.0.0.1:9404), optionally with http:// in front",
+            ),
         ] {
             let err = BrokerConfig::from_properties(props(&[(key, value)])).unwrap_err();
             assert_eq!(

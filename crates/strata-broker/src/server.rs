@@ -39,6 +39,8 @@ pub struct BrokerHandle {
     local_addr: SocketAddr,
     /// Every listener's name and bound address, in `listeners` order.
     listener_addrs: Vec<(String, SocketAddr)>,
+    /// Where `strata.metrics.listener` is bound, when set.
+    metrics_addr: Option<SocketAddr>,
     broker: Arc<Broker>,
     shutdown_tx: watch::Sender<bool>,
     accept_tasks: Vec<JoinHandle<()>>,
@@ -58,6 +60,12 @@ impl BrokerHandle {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, a)| *a)
+    }
+
+    /// The address of the HTTP listener (`/metrics`, the console), when
+    /// `strata.metrics.listener` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The cluster id Metadata reports.
@@ -154,6 +162,7 @@ pub async fn start_with_fs(
                 source,
             })??;
     let listeners = bind_listeners(&config).await?;
+    let http = bind_http(&config).await?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut broker = Broker::new(
         config,
@@ -169,7 +178,18 @@ pub async fn start_with_fs(
     let broker = Arc::new(broker);
     logs.start_background();
     crate::tiered::start(&broker, clock.clone()).await?;
-    serve(broker, listeners, shutdown_tx, shutdown_rx)
+    serve(broker, listeners, http, shutdown_tx, shutdown_rx)
+}
+
+/// Bind `strata.metrics.listener`, when set.
+async fn bind_http(config: &BrokerConfig) -> Result<Option<TcpListener>, BrokerError> {
+    let Some(addr) = config.metrics_listener.clone() else {
+        return Ok(None);
+    };
+    let socket = bind(&addr, 128)
+        .await
+        .map_err(|source| BrokerError::Bind { addr, source })?;
+    Ok(Some(socket))
 }
 
 /// One bound listener.
@@ -215,6 +235,7 @@ fn bound_addrs(listeners: &[BoundListener]) -> Vec<(Listener, SocketAddr)> {
 fn serve(
     broker: Arc<Broker>,
     listeners: Vec<BoundListener>,
+    http: Option<TcpListener>,
     shutdown_tx: watch::Sender<bool>,
     shutdown_rx: watch::Receiver<bool>,
 ) -> Result<BrokerHandle, BrokerError> {
@@ -257,10 +278,27 @@ fn serve(
             done_tx.clone(),
         )));
     }
+    let metrics_addr = match http {
+        Some(socket) => {
+            let addr = socket.local_addr().map_err(|source| BrokerError::Io {
+                op: "reading the bound address",
+                source,
+            })?;
+            tracing::info!(%addr, "serving /metrics and the storage console");
+            accept_tasks.push(tokio::spawn(crate::http::serve(
+                broker.clone(),
+                socket,
+                shutdown_rx.clone(),
+            )));
+            Some(addr)
+        }
+        None => None,
+    };
     tracing::info!(%local_addr, node_id = broker.config.node_id, cluster_id = %broker.cluster_id, clustered = broker.cluster.is_some(), "broker started");
     Ok(BrokerHandle {
         local_addr,
         listener_addrs,
+        metrics_addr,
         broker,
         shutdown_tx,
         accept_tasks,
@@ -283,6 +321,7 @@ async fn start_clustered(
         })?;
     }
     let listeners = bind_listeners(&config).await?;
+    let http = bind_http(&config).await?;
     let advertised = Broker::advertised_for(&config, &bound_addrs(&listeners));
     let inter = advertised
         .iter()
@@ -381,7 +420,7 @@ async fn start_clustered(
         cluster,
         shutdown_rx.clone(),
     ));
-    serve(broker, listeners, shutdown_tx, shutdown_rx)
+    serve(broker, listeners, http, shutdown_tx, shutdown_rx)
 }
 
 /// Bind the listener with `socket.listen.backlog.size` pending connections

@@ -20,6 +20,7 @@ mod cluster;
 mod configs;
 mod decompressed_cap;
 mod groups;
+mod http_listener;
 mod io_faults;
 mod leadership;
 mod list_offsets;

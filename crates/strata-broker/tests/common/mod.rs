@@ -404,3 +404,33 @@ pub async fn sasl_plain(addr: SocketAddr, user: &str, password: &str) -> Client 
     assert_eq!(code, 0, "{user} authenticates");
     client
 }
+
+/// One HTTP exchange with the broker's HTTP listener: send `raw` (a whole
+/// request head) and read until the server closes. Returns the status code,
+/// the head and the body.
+pub async fn http_raw(addr: SocketAddr, raw: &[u8]) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr)
+        .await
+        .expect("connect to the HTTP listener");
+    s.write_all(raw).await.expect("send the request");
+    let mut out = Vec::new();
+    tokio::time::timeout(DEADLINE, s.read_to_end(&mut out))
+        .await
+        .expect("the HTTP answer in time")
+        .expect("read the answer");
+    let text = String::from_utf8(out).expect("a UTF-8 answer");
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status code");
+    (status, head.to_string(), body.to_string())
+}
+
+/// `GET path` from the broker's HTTP listener: (status, body).
+pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: strata\r\n\r\n");
+    let (status, _, body) = http_raw(addr, request.as_bytes()).await;
+    (status, body)
+}
