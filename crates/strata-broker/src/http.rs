@@ -286,7 +286,7 @@ mod tests {
     fn the_head_ends_at_the_first_blank_line() {
         assert_eq!(
             find_blank_line(b"GET / HTTP/1.1\r\nA: b\r\n\r\nbody"),
-            Some(22)
+            Some(20)
         );
         assert_eq!(find_blank_line(b"GET / HTTP/1.1\nA: b\n\n"), Some(19));
         assert_eq!(find_blank_line(b"GET / HTTP/1.1\r\n"), None);
