@@ -20,6 +20,9 @@
 //!   reports what `strata log verify`'s checks find; [`transactions`]
 //!   rebuilds the producer state read-only and reports hanging transactions
 //!   with the `kafka-transactions.sh abort` command for each.
+//! - [`live`]: with `--bootstrap-server`, the groups' committed positions
+//!   and the live log start/end (read-only), for "consumers fall behind
+//!   retention" and per-group "consumer cache keeps deleted keys".
 //! - [`cleaner_cpu`]: "compaction uses a lot of CPU", from the cleaner's
 //!   statistics in the log dir (`cleaner-statistics.json`).
 //!
@@ -29,6 +32,7 @@ pub mod cleaner_cpu;
 pub mod compaction;
 pub mod damage;
 pub mod diagnosis;
+pub mod live;
 pub mod remote;
 pub mod retention;
 pub mod scan;
@@ -350,6 +354,10 @@ pub fn examine(
     let mut stores = BTreeMap::new();
     let mut histories: BTreeMap<PathBuf, Vec<strata_log::cleaner::CleaningRecord>> =
         BTreeMap::new();
+    let mut live = match &args.bootstrap_server {
+        Some(server) => Some(live::Live::connect(server)?),
+        None => None,
+    };
     let mut partitions = Vec::new();
     for path in &args.paths {
         let store = if offline_mode {
@@ -400,6 +408,19 @@ pub fn examine(
                 args.bootstrap_server.as_deref(),
                 now,
             );
+            if let Some(l) = live.as_mut() {
+                let groups = l.positions(&tp)?;
+                let offsets = l.offsets(&tp)?;
+                live::diagnose(
+                    &facts,
+                    &topic_cfg,
+                    &settings,
+                    &groups,
+                    &offsets,
+                    now,
+                    &mut report.findings,
+                );
+            }
             if let Some(log_dir) = dir.parent() {
                 let history = histories
                     .entry(log_dir.to_path_buf())
