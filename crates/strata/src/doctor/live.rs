@@ -22,7 +22,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest,
+    ApiKey, BrokerId, GroupId, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest,
     ListOffsetsResponse, OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
     TopicName,
 };
@@ -152,9 +152,7 @@ impl Live {
                 });
             }
             for g in groups.groups {
-                let mut req = OffsetFetchRequest::default();
-                req.group_id = g.group_id.clone();
-                req.topics = None;
+                let req = offset_fetch_all(g.group_id.clone());
                 let resp: OffsetFetchResponse =
                     self.call(ApiKey::OffsetFetch, OFFSET_FETCH_VERSION, &req)?;
                 if resp.error_code != 0 {
@@ -213,6 +211,15 @@ impl Live {
             log_end: one(-1)?,
         })
     }
+}
+
+/// OffsetFetch of every partition `group` committed (`topics` null; the
+/// crate's default is an empty list, which asks for nothing).
+fn offset_fetch_all(group: GroupId) -> OffsetFetchRequest {
+    let mut req = OffsetFetchRequest::default();
+    req.group_id = group;
+    req.topics = None;
+    req
 }
 
 fn io(server: &str, op: &'static str) -> impl FnOnce(std::io::Error) -> RemoteError {
@@ -391,7 +398,6 @@ pub fn diagnose(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_protocol::messages::GroupId;
 
     #[test]
     fn standing_against_the_log_start_and_the_next_pass() {
@@ -412,8 +418,7 @@ mod tests {
 
     #[test]
     fn requests_decode_as_their_api() {
-        let mut req = OffsetFetchRequest::default();
-        req.group_id = GroupId(StrBytes::from_static_str("g"));
+        let req = offset_fetch_all(GroupId(StrBytes::from_static_str("g")));
         let mut buf = BytesMut::new();
         req.encode(&mut buf, OFFSET_FETCH_VERSION).unwrap();
         let back = OffsetFetchRequest::decode(&mut buf.freeze(), OFFSET_FETCH_VERSION).unwrap();

@@ -354,10 +354,9 @@ pub fn examine(
     let mut stores = BTreeMap::new();
     let mut histories: BTreeMap<PathBuf, Vec<strata_log::cleaner::CleaningRecord>> =
         BTreeMap::new();
-    let mut live = match &args.bootstrap_server {
-        Some(server) => Some(live::Live::connect(server)?),
-        None => None,
-    };
+    // Live group positions are a bonus: a broker that does not answer them
+    // (connection, older API) leaves the rest of the answer intact.
+    let mut live: Option<Result<live::Live, ()>> = None;
     let mut partitions = Vec::new();
     for path in &args.paths {
         let store = if offline_mode {
@@ -408,18 +407,27 @@ pub fn examine(
                 args.bootstrap_server.as_deref(),
                 now,
             );
-            if let Some(l) = live.as_mut() {
-                let groups = l.positions(&tp)?;
-                let offsets = l.offsets(&tp)?;
-                live::diagnose(
-                    &facts,
-                    &topic_cfg,
-                    &settings,
-                    &groups,
-                    &offsets,
-                    now,
-                    &mut report.findings,
-                );
+            if let Some(server) = &args.bootstrap_server {
+                let conn = live.get_or_insert_with(|| {
+                    live::Live::connect(server).map_err(|e| live_unavailable(&e))
+                });
+                if let Ok(l) = conn {
+                    match l.positions(&tp).and_then(|g| Ok((g, l.offsets(&tp)?))) {
+                        Ok((groups, offsets)) => live::diagnose(
+                            &facts,
+                            &topic_cfg,
+                            &settings,
+                            &groups,
+                            &offsets,
+                            now,
+                            &mut report.findings,
+                        ),
+                        Err(e) => {
+                            live_unavailable(&e);
+                            *conn = Err(());
+                        }
+                    }
+                }
             }
             if let Some(log_dir) = dir.parent() {
                 let history = histories
@@ -454,6 +462,11 @@ fn remote_config(
         &LogConfig::default(),
         &remote.topic,
     )?)
+}
+
+/// Say on stderr why live group positions are missing from the answer.
+fn live_unavailable(e: &remote::RemoteError) {
+    eprintln!("strata log doctor: no live group positions: {e}");
 }
 
 /// The cleaner's statistics of `log_dir`; an unreadable file is reported on
