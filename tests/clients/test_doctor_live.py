@@ -108,7 +108,15 @@ def test_the_broker_keeps_cleaner_statistics_and_the_doctor_reads_them(broker_fa
     while not stats.is_file():
         assert time.monotonic() < deadline, "no cleaner-statistics.json after a cleaning"
         time.sleep(0.2)
-    records = json.loads(stats.read_text())["records"]
+    # The cleaner is done once the file stays the same for 10 backoffs.
+    last, since = stats.read_text(), time.monotonic()
+    while time.monotonic() - since < 1.0:
+        assert time.monotonic() < deadline + TIMEOUT_S, "the cleaner never went quiet"
+        time.sleep(0.1)
+        now_text = stats.read_text()
+        if now_text != last:
+            last, since = now_text, time.monotonic()
+    records = json.loads(last)["records"]
     mine = [r for r in records if r["topic"] == topic]
     assert mine and mine[0]["messages_read"] > mine[0]["messages_written"]
     assert mine[0]["config"]["min_cleanable_dirty_ratio"] == 0.01
@@ -118,5 +126,10 @@ def test_the_broker_keeps_cleaner_statistics_and_the_doctor_reads_them(broker_fa
     causes = {f["cause"]: f for f in ours}
     assert "cleaner_cpu_share" in causes, json.dumps(findings_of(report, topic), indent=1)
     assert causes["cleaner_cpu_share"]["numbers"]["partition_cleanings"] >= 1
-    assert "segments_too_small" in causes
-    assert causes["segments_too_small"]["numbers"]["segment_bytes"] == 4096
+    # When the cleaner ran relative to the producer decides how many segments each cleaning read:
+    # the doctor must name small segments exactly when the recorded cleanings read 8 or more.
+    mean_segments = sum(r["segments_cleaned"] for r in mine) / len(mine)
+    assert causes["cleaner_cpu_share"]["numbers"]["partition_cleanings"] == len(mine)
+    assert ("segments_too_small" in causes) == (mean_segments >= 8), (mean_segments, list(causes))
+    if "segments_too_small" in causes:
+        assert causes["segments_too_small"]["numbers"]["segment_bytes"] == 4096
