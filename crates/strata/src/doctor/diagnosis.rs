@@ -30,6 +30,12 @@ pub enum Symptom {
     /// read_committed consumers make no progress: an open transaction holds
     /// the last stable offset back.
     LastStableOffsetStuck,
+    /// The table's 9th row: the cleaner's statistics show compaction costing
+    /// a lot of CPU.
+    CompactionUsesMuchCpu,
+    /// Live (`--bootstrap-server`): a consumer group's committed position is
+    /// below, or about to fall below, the log start.
+    ConsumersFallBehindRetention,
 }
 
 /// The cause a finding explains (stable identifiers for `--json`).
@@ -94,6 +100,29 @@ pub enum Cause {
     /// The producer state could not be rebuilt (unreadable snapshot, a log
     /// breaking transaction rules).
     ProducerStateIncomplete,
+    /// The cleaner's CPU over the recorded cleanings (the figures).
+    CleanerCpuShare,
+    /// Cleanings start at a small dirty fraction, so most of each recopies
+    /// clean data (`min.cleanable.dirty.ratio` low).
+    DirtyRatioSetTooLow,
+    /// Many small segments per cleaning (`segment.bytes`).
+    SegmentsTooSmall,
+    /// The offset map fills: several passes or a map near its load factor
+    /// (`log.cleaner.dedupe.buffer.size`).
+    HugeKeySpace,
+    /// `log.cleaner.threads` against the cores and the time spent cleaning.
+    CleanerThreads,
+    /// `log.cleaner.io.max.bytes.per.second` unlimited (or never reached)
+    /// while cleaning costs a lot of CPU.
+    IoThrottleUnsetOrHigh,
+    /// Live: a group's committed offset is behind tombstones whose delete
+    /// horizon passes soon; it will miss the deletes.
+    GroupBehindExpiringTombstones,
+    /// Live: a group's committed offset is below the log start offset.
+    GroupPositionBelowLogStart,
+    /// Live: the next retention pass deletes the segment a group has not
+    /// read yet.
+    GroupPositionInNextDeletedSegment,
 }
 
 /// Info: an answer. Warning: the symptom is present and this explains it.

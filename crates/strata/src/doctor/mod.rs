@@ -20,12 +20,19 @@
 //!   reports what `strata log verify`'s checks find; [`transactions`]
 //!   rebuilds the producer state read-only and reports hanging transactions
 //!   with the `kafka-transactions.sh abort` command for each.
+//! - [`live`]: with `--bootstrap-server`, the groups' committed positions
+//!   and the live log start/end (read-only), for "consumers fall behind
+//!   retention" and per-group "consumer cache keeps deleted keys".
+//! - [`cleaner_cpu`]: "compaction uses a lot of CPU", from the cleaner's
+//!   statistics in the log dir (`cleaner-statistics.json`).
 //!
 //! Nothing is written; exit 0 with findings, 2 on usage or I/O errors.
 
+pub mod cleaner_cpu;
 pub mod compaction;
 pub mod damage;
 pub mod diagnosis;
+pub mod live;
 pub mod remote;
 pub mod retention;
 pub mod scan;
@@ -61,9 +68,10 @@ pub struct DoctorArgs {
     #[arg(long = "topic-config", value_name = "KEY=VALUE")]
     topic_configs: Vec<String>,
     /// Fetch the topic's effective configs from a running broker (DescribeConfigs).
-    #[arg(long, value_name = "HOST:PORT", requires = "topic")]
+    #[arg(long, value_name = "HOST:PORT")]
     bootstrap_server: Option<String>,
-    /// The topic whose configs `--bootstrap-server` describes.
+    /// The topic whose configs `--bootstrap-server` describes (default:
+    /// every topic found under PATH).
     #[arg(long, value_name = "TOPIC", requires = "bootstrap_server")]
     topic: Option<String>,
     /// Read rate assumed for recovery and catch-up estimates, KiB/s
@@ -327,11 +335,12 @@ pub fn examine(
     let (offline, mut settings) = offline_config(args, broker)?;
     let mut cfg = LogConfig::with_overrides(&offline.broker, &offline.cli_topic)?;
     let mut source = ConfigSource::Offline;
-    if let (Some(server), Some(topic)) = (&args.bootstrap_server, &args.topic) {
-        let remote = remote::describe_topic_configs(server, topic)?;
-        cfg = LogConfig::with_overrides(&LogConfig::default(), &remote.topic)?;
-        if let Some(v) = remote.retention_check_interval_ms {
-            settings.retention_check_interval_ms = v;
+    // Live: each topic's configs from DescribeConfigs, fetched once.
+    let mut remote_cfgs: BTreeMap<String, LogConfig> = BTreeMap::new();
+    if let Some(server) = &args.bootstrap_server {
+        if let Some(topic) = &args.topic {
+            cfg = remote_config(server, topic, &mut settings)?;
+            remote_cfgs.insert(topic.clone(), cfg.clone());
         }
         source = ConfigSource::Broker {
             bootstrap_server: server.clone(),
@@ -343,6 +352,11 @@ pub fn examine(
     }
     let offline_mode = matches!(source, ConfigSource::Offline);
     let mut stores = BTreeMap::new();
+    let mut histories: BTreeMap<PathBuf, Vec<strata_log::cleaner::CleaningRecord>> =
+        BTreeMap::new();
+    // Live group positions are a bonus: a broker that does not answer them
+    // (connection, older API) leaves the rest of the answer intact.
+    let mut live: Option<Result<live::Live, ()>> = None;
     let mut partitions = Vec::new();
     for path in &args.paths {
         let store = if offline_mode {
@@ -360,23 +374,68 @@ pub fn examine(
             d
         };
         for dir in dirs {
-            let (topic_cfg, stored) = match (&store, dir_topic(&dir)) {
-                (Some(store), Some(topic)) => offline.for_topic(&topic, Some(store))?,
+            let topic = dir_topic(&dir);
+            if args
+                .topic
+                .as_ref()
+                .is_some_and(|t| topic.as_ref() != Some(t))
+            {
+                continue;
+            }
+            let (topic_cfg, stored) = match (&args.bootstrap_server, &store, &topic) {
+                (Some(server), _, Some(topic)) => {
+                    let c = match remote_cfgs.get(topic) {
+                        Some(c) => c.clone(),
+                        None => {
+                            let c = remote_config(server, topic, &mut settings)?;
+                            remote_cfgs.insert(topic.clone(), c.clone());
+                            c
+                        }
+                    };
+                    (c, BTreeMap::new())
+                }
+                (None, Some(store), Some(topic)) => offline.for_topic(topic, Some(store))?,
                 _ => (cfg.clone(), BTreeMap::new()),
             };
             let facts = scan_partition(&dir, topic_cfg.cleanup_policy.compact)?;
             let tp = TopicPartition::new(facts.tp.topic.clone(), facts.tp.partition);
-            if args.topic.as_ref().is_some_and(|t| *t != tp.topic) {
-                continue;
-            }
-            partitions.push(report_for(
+            let mut report = report_for(
                 &facts,
                 &topic_cfg,
                 stored,
                 &settings,
                 args.bootstrap_server.as_deref(),
                 now,
-            ));
+            );
+            if let Some(server) = &args.bootstrap_server {
+                let conn = live.get_or_insert_with(|| {
+                    live::Live::connect(server).map_err(|e| live_unavailable(&e))
+                });
+                if let Ok(l) = conn {
+                    match l.positions(&tp).and_then(|g| Ok((g, l.offsets(&tp)?))) {
+                        Ok((groups, offsets)) => live::diagnose(
+                            &facts,
+                            &topic_cfg,
+                            &settings,
+                            &groups,
+                            &offsets,
+                            now,
+                            &mut report.findings,
+                        ),
+                        Err(e) => {
+                            live_unavailable(&e);
+                            *conn = Err(());
+                        }
+                    }
+                }
+            }
+            if let Some(log_dir) = dir.parent() {
+                let history = histories
+                    .entry(log_dir.to_path_buf())
+                    .or_insert_with(|| cleaner_history(log_dir));
+                cleaner_cpu::diagnose(history, &tp, &mut report.findings);
+            }
+            partitions.push(report);
         }
     }
     Ok(Report {
@@ -385,6 +444,38 @@ pub fn examine(
         effective_config: shown_config(&cfg),
         settings,
         partitions,
+    })
+}
+
+/// DescribeConfigs of `topic`: its effective config (the broker's retention
+/// check interval goes to `settings`).
+fn remote_config(
+    server: &str,
+    topic: &str,
+    settings: &mut DoctorSettings,
+) -> Result<LogConfig, DoctorError> {
+    let remote = remote::describe_topic_configs(server, topic)?;
+    if let Some(v) = remote.retention_check_interval_ms {
+        settings.retention_check_interval_ms = v;
+    }
+    Ok(LogConfig::with_overrides(
+        &LogConfig::default(),
+        &remote.topic,
+    )?)
+}
+
+/// Say on stderr why live group positions are missing from the answer.
+fn live_unavailable(e: &remote::RemoteError) {
+    eprintln!("strata log doctor: no live group positions: {e}");
+}
+
+/// The cleaner's statistics of `log_dir`; an unreadable file is reported on
+/// stderr and read as no history (the doctor still answers the rest).
+fn cleaner_history(log_dir: &Path) -> Vec<strata_log::cleaner::CleaningRecord> {
+    let fs = strata_log::fs::StdFs::shared();
+    strata_log::cleaner::read_history(fs.as_ref(), log_dir).unwrap_or_else(|e| {
+        eprintln!("strata log doctor: ignoring the cleaner statistics: {e}");
+        Vec::new()
     })
 }
 

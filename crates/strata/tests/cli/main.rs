@@ -10,6 +10,7 @@ mod common;
 
 mod config;
 mod doctor;
+mod doctor_cleaner;
 mod dump_files;
 mod dump_fixtures;
 mod dump_legacy;
