@@ -14,6 +14,7 @@
 //!   and frame-arrival deadlines.
 //! - `connection_quotas`: per-client-address connection limits.
 //! - `protocol_log`: rate-limited INFO lines for protocol errors.
+//! - `request_log`: the request logger (`kafka.request.logger`), one DEBUG line per request.
 //! - `dispatch`: header decoding, version checks, routing to `apis`.
 //! - `response`: the response frame (memory and `sendfile` parts) and its
 //!   encoder, shared by `connection` and `apis`.
@@ -75,6 +76,7 @@ mod partition_sync;
 mod placement;
 mod protocol_log;
 mod reconcile;
+mod request_log;
 mod remote_metadata;
 mod replication;
 mod response;
@@ -91,6 +93,7 @@ pub use config::{
     BrokerConfig, ConfigError, ConnectionLimits, Listener, Properties, SecurityProtocol,
     DEFAULT_LISTENERS, DEFAULT_LOG_DIR,
 };
+pub use config::LogFormat;
 pub use dispatch::decode_request;
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
 pub use error::{BrokerError, DispatchError};
