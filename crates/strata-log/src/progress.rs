@@ -108,7 +108,8 @@ pub fn describe(
             human_bytes(snapshot.bytes_total)
         ));
     }
-    let finished = snapshot.units_total > 0 && snapshot.units_done >= snapshot.units_total;
+    // Nothing to do (0/0) is finished too.
+    let finished = snapshot.units_done >= snapshot.units_total;
     let eta = if finished {
         format!("done in {}", human_duration(elapsed))
     } else {
@@ -297,6 +298,11 @@ mod tests {
         assert_eq!(
             describe("fsck", "segments", &s, Duration::from_secs(1)),
             "fsck 0/4 segments, ETA ?"
+        );
+        let s = snap(0, 0, 0, 0);
+        assert_eq!(
+            describe("fsck", "segments", &s, Duration::ZERO),
+            "fsck 0/0 segments, done in 0:00"
         );
         let s = snap(4, 4, 4096, 4096);
         assert_eq!(

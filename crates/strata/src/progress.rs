@@ -137,6 +137,10 @@ impl Progress {
             Mode::Bar => {
                 if let Some(bar) = &self.bar {
                     bar.finish();
+                    // Leave the bar on its own line, above what follows.
+                    if !bar.is_hidden() {
+                        let _ = writeln!(std::io::stderr());
+                    }
                 }
             }
             Mode::Lines => self.line(self.start.elapsed()),

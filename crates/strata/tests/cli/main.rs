@@ -13,6 +13,7 @@ mod doctor;
 mod dump_files;
 mod dump_fixtures;
 mod dump_legacy;
+mod progress;
 mod serve;
 mod txn_doctor;
 mod txn_dump;
