@@ -1247,8 +1247,8 @@ mod tests {
         assert_eq!(BrokerConfig::default().log_format, LogFormat::Text);
         let c = BrokerConfig::from_properties(props(&[("strata.log.format", "json")])).unwrap();
         assert_eq!(c.log_format, LogFormat::Json);
-        let err = BrokerConfig::from_properties(props(&[("strata.log.format", "JSON-ish")]))
-            .unwrap_err();
+        let err =
+            BrokerConfig::from_properties(props(&[("strata.log.format", "JSON-ish")])).unwrap_err();
         assert_eq!(err_name(&err), "strata.log.format");
         let text = err.to_string();
         assert!(text.contains("text, json"), "{text}");

@@ -65,7 +65,9 @@ pub(crate) async fn dispatch(
     let line = RequestLine::of(&ctx);
     let result = apis::handle(ctx, buf).await;
     if let Some(line) = line {
-        let bytes = result.as_ref().map_or(0, |r| r.as_ref().map_or(0, Response::len));
+        let bytes = result
+            .as_ref()
+            .map_or(0, |r| r.as_ref().map_or(0, Response::len));
         line.completed(started.elapsed(), bytes, result.is_err());
     }
     result

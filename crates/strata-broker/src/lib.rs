@@ -76,9 +76,9 @@ mod partition_sync;
 mod placement;
 mod protocol_log;
 mod reconcile;
-mod request_log;
 mod remote_metadata;
 mod replication;
+mod request_log;
 mod response;
 mod security;
 mod server;
@@ -89,11 +89,11 @@ mod txn;
 mod txn_markers;
 mod txn_verify;
 
+pub use config::LogFormat;
 pub use config::{
     BrokerConfig, ConfigError, ConnectionLimits, Listener, Properties, SecurityProtocol,
     DEFAULT_LISTENERS, DEFAULT_LOG_DIR,
 };
-pub use config::LogFormat;
 pub use dispatch::decode_request;
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
 pub use error::{BrokerError, DispatchError};

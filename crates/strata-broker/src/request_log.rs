@@ -93,7 +93,10 @@ mod tests {
     fn apis_are_named_as_kafka_names_them() {
         // The line shows the key's Debug text: it must stay Kafka's name.
         assert_eq!(format!("{:?}", ApiKey::Produce), "Produce");
-        assert_eq!(format!("{:?}", ApiKey::SaslAuthenticate), "SaslAuthenticate");
+        assert_eq!(
+            format!("{:?}", ApiKey::SaslAuthenticate),
+            "SaslAuthenticate"
+        );
     }
 
     #[test]

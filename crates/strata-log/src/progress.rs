@@ -91,12 +91,7 @@ pub fn human_duration(d: Duration) -> String {
 /// `verify 120/1000 files, 1.2 GiB/10.0 GiB, ETA 0:42`. The byte part is
 /// left out when no byte total is known; the ETA reads `?` before a rate
 /// is known and `done` at the end.
-pub fn describe(
-    what: &str,
-    unit: &str,
-    snapshot: &ProgressSnapshot,
-    elapsed: Duration,
-) -> String {
+pub fn describe(what: &str, unit: &str, snapshot: &ProgressSnapshot, elapsed: Duration) -> String {
     let mut line = format!(
         "{what} {}/{} {unit}",
         snapshot.units_done, snapshot.units_total
@@ -111,7 +106,12 @@ pub fn describe(
     // Nothing to do (0/0) is finished too.
     let finished = snapshot.units_done >= snapshot.units_total;
     let eta = if finished {
-        format!("done in {}", human_duration(elapsed))
+        // Time taken is shown in whole seconds elapsed (not rounded up as
+        // time left is).
+        format!(
+            "done in {}",
+            human_duration(Duration::from_secs(elapsed.as_secs()))
+        )
     } else {
         match eta(snapshot, elapsed) {
             Some(left) => format!("ETA {}", human_duration(left)),
@@ -233,7 +233,12 @@ mod tests {
     use crate::clock::MockClock;
     use std::sync::Arc;
 
-    fn snap(units_done: u64, units_total: u64, bytes_done: u64, bytes_total: u64) -> ProgressSnapshot {
+    fn snap(
+        units_done: u64,
+        units_total: u64,
+        bytes_done: u64,
+        bytes_total: u64,
+    ) -> ProgressSnapshot {
         ProgressSnapshot {
             units_done,
             units_total,
@@ -246,10 +251,16 @@ mod tests {
     fn eta_extrapolates_the_rate_by_bytes_first() {
         // A quarter of the bytes in 10 s: 30 s left, whatever the units say.
         let s = snap(9, 10, 250, 1000);
-        assert_eq!(eta(&s, Duration::from_secs(10)), Some(Duration::from_secs(30)));
+        assert_eq!(
+            eta(&s, Duration::from_secs(10)),
+            Some(Duration::from_secs(30))
+        );
         // Without a byte total, by units: half in 4 s, 4 s left.
         let s = snap(5, 10, 0, 0);
-        assert_eq!(eta(&s, Duration::from_secs(4)), Some(Duration::from_secs(4)));
+        assert_eq!(
+            eta(&s, Duration::from_secs(4)),
+            Some(Duration::from_secs(4))
+        );
     }
 
     #[test]
@@ -301,7 +312,7 @@ mod tests {
         );
         let s = snap(0, 0, 0, 0);
         assert_eq!(
-            describe("fsck", "segments", &s, Duration::ZERO),
+            describe("fsck", "segments", &s, Duration::from_millis(300)),
             "fsck 0/0 segments, done in 0:00"
         );
         let s = snap(4, 4, 4096, 4096);
@@ -315,10 +326,22 @@ mod tests {
     fn lines_are_due_first_then_once_per_interval() {
         let i = REPORT_INTERVAL;
         assert!(report_due(None, Duration::ZERO, i));
-        assert!(!report_due(Some(Duration::from_secs(1)), Duration::from_secs(2), i));
-        assert!(report_due(Some(Duration::from_secs(1)), Duration::from_secs(3), i));
+        assert!(!report_due(
+            Some(Duration::from_secs(1)),
+            Duration::from_secs(2),
+            i
+        ));
+        assert!(report_due(
+            Some(Duration::from_secs(1)),
+            Duration::from_secs(3),
+            i
+        ));
         // A clock that went backwards is not a reason to report.
-        assert!(!report_due(Some(Duration::from_secs(5)), Duration::from_secs(1), i));
+        assert!(!report_due(
+            Some(Duration::from_secs(5)),
+            Duration::from_secs(1),
+            i
+        ));
     }
 
     #[test]

@@ -64,7 +64,10 @@ impl Progress {
                     "{prefix} [{bar:30}] {bytes}/{total_bytes} {msg} ETA {eta}",
                 )
             } else {
-                (units_total, "{prefix} [{bar:30}] {pos}/{len} {msg} ETA {eta}")
+                (
+                    units_total,
+                    "{prefix} [{bar:30}] {pos}/{len} {msg} ETA {eta}",
+                )
             };
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
             if let Ok(style) = ProgressStyle::with_template(template) {

@@ -237,7 +237,11 @@ fn segment_bytes(dir: &Path) -> u64 {
     };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(format::LOG_SUFFIX))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with(format::LOG_SUFFIX)
+        })
         .filter_map(|e| e.metadata().ok())
         .map(|m| m.len())
         .sum()

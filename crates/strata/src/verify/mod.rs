@@ -341,7 +341,11 @@ pub fn verify_target(
 pub fn run(args: &VerifyArgs) -> u8 {
     let mut report = Report::default();
     let store = find_topic_store(&args.dirs, &mut report.findings);
-    let planned: Vec<PathBuf> = args.dirs.iter().flat_map(|d| planned_partitions(d)).collect();
+    let planned: Vec<PathBuf> = args
+        .dirs
+        .iter()
+        .flat_map(|d| planned_partitions(d))
+        .collect();
     let bytes = planned.iter().map(|d| crate::progress::dir_bytes(d)).sum();
     let mut progress = Progress::new(
         "verify",

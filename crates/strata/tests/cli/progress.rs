@@ -38,10 +38,16 @@ fn verify_prints_progress_lines_with_an_eta_and_a_final_line() {
     assert_eq!(code, 0, "{out}{err}");
     let lines = progress_lines(&err);
     assert!(lines.len() >= 2, "{err}");
-    assert!(lines[0].starts_with("progress: verify 0/3 partitions, "), "{err}");
+    assert!(
+        lines[0].starts_with("progress: verify 0/3 partitions, "),
+        "{err}"
+    );
     assert!(lines[0].contains("ETA"), "{err}");
     let last = lines[lines.len() - 1];
-    assert!(last.starts_with("progress: verify 3/3 partitions, "), "{err}");
+    assert!(
+        last.starts_with("progress: verify 3/3 partitions, "),
+        "{err}"
+    );
     assert!(last.contains("done in"), "{err}");
     // The bytes of the three partitions, in binary units.
     assert!(last.contains("KiB/"), "{err}");
@@ -54,7 +60,12 @@ fn verify_prints_progress_lines_with_an_eta_and_a_final_line() {
 fn no_progress_silences_stderr() {
     let tmp = tempfile::tempdir().unwrap();
     log_dir_with_partitions(tmp.path());
-    let (code, out, err) = run(["log", "verify", "--no-progress", tmp.path().to_str().unwrap()]);
+    let (code, out, err) = run([
+        "log",
+        "verify",
+        "--no-progress",
+        tmp.path().to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(progress_lines(&err).is_empty(), "{err}");
 }
@@ -87,8 +98,11 @@ fn dump_of_several_files_reports_files_and_json_stays_on_stdout() {
 fn log_dir_with_catalogue(root: &Path, segments: i64) {
     log_dir_with_partitions(root);
     let clock = strata_log::SystemClock::shared();
-    let logs = LogManager::open(LogManagerConfig::new(vec![root.to_path_buf()]), clock.clone())
-        .unwrap();
+    let logs = LogManager::open(
+        LogManagerConfig::new(vec![root.to_path_buf()]),
+        clock.clone(),
+    )
+    .unwrap();
     let meta = LogManagerMetadataLog::open(Arc::clone(&logs), 50).unwrap();
     let (rlmm, _) = TopicRlmm::open(Arc::new(meta), clock).unwrap();
     let tip = TopicIdPartition::new(uuid::Uuid::from_u64_pair(1, 2), TopicPartition::new("a", 0));
