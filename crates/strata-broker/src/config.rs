@@ -135,6 +135,8 @@ pub struct BrokerConfig {
     pub log_config: LogConfig,
     /// `log.retention.check.interval.ms`: how often the retention pass runs (default 300 000).
     pub log_retention_check_interval_ms: i64,
+    /// `strata.log.format`: how `strata serve` writes its log lines.
+    pub log_format: LogFormat,
     /// The `log.cleaner.*` settings of the compaction threads.
     pub cleaner: CleanerConfig,
     /// The group coordinator's settings (`group.*`, `offsets.*`).
@@ -649,6 +651,16 @@ static TABLE: &[Def] = &[
         },
     ),
     Def::new(
+        "strata.log.format",
+        ConfigType::String,
+        "text",
+        Validator::OneOf(LogFormat::NAMES),
+        "Strata only: the broker's log lines as text (`text`) or one JSON object per line \
+         (`json`: timestamp, level, target, fields).",
+        |c, v| c.log_format = LogFormat::parse(&v.string()).unwrap_or(LogFormat::Text),
+        |c| c.log_format.name().to_string(),
+    ),
+    Def::new(
         "cluster.id",
         ConfigType::String,
         "",
@@ -745,6 +757,7 @@ impl BrokerConfig {
             tiered: TieredConfig::from_broker_properties(&BTreeMap::new(), Path::new(""))?,
             log_config,
             log_retention_check_interval_ms: 0,
+            log_format: LogFormat::Text,
             security: SecurityConfig::default(),
             properties: Properties::default(),
             given: Given::default(),
@@ -854,6 +867,37 @@ pub struct ReplicationSettings {
     pub high_watermark_checkpoint_interval_ms: i64,
     /// `replica.selector.class`; `None` (unset): consumers read from the leader.
     pub replica_selector: Option<ReplicaSelector>,
+}
+
+/// `strata.log.format`: how `strata serve` writes its log lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines (tracing's default format).
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, `fields`.
+    Json,
+}
+
+impl LogFormat {
+    /// The values `strata.log.format` accepts, in [`LogFormat`] order.
+    pub const NAMES: &'static [&'static str] = &["text", "json"];
+
+    /// The property value naming this format.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+
+    /// The format a `strata.log.format` value names, if any.
+    pub fn parse(value: &str) -> Option<LogFormat> {
+        match value {
+            "text" => Some(LogFormat::Text),
+            "json" => Some(LogFormat::Json),
+            _ => None,
+        }
+    }
 }
 
 /// `replica.selector.class` (KIP-392). Strata loads no plugins: the value
@@ -1243,6 +1287,18 @@ mod tests {
         assert!(!c.auto_create_topics_enable);
         assert!(c.log_config.durable_append);
         assert_eq!(c.rack.as_deref(), Some("r1"));
+    }
+
+    #[test]
+    fn log_format_is_text_or_json_and_names_the_key_when_bad() {
+        assert_eq!(BrokerConfig::default().log_format, LogFormat::Text);
+        let c = BrokerConfig::from_properties(props(&[("strata.log.format", "json")])).unwrap();
+        assert_eq!(c.log_format, LogFormat::Json);
+        let err =
+            BrokerConfig::from_properties(props(&[("strata.log.format", "JSON-ish")])).unwrap_err();
+        assert_eq!(err_name(&err), "strata.log.format");
+        let text = err.to_string();
+        assert!(text.contains("text, json"), "{text}");
     }
 
     #[test]

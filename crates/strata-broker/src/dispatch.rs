@@ -22,6 +22,7 @@ use kafka_protocol::protocol::Decodable;
 use crate::apis::{self, RequestContext};
 use crate::broker::Broker;
 use crate::error::DispatchError;
+use crate::request_log::RequestLine;
 use crate::response::Response;
 use crate::security::Session;
 
@@ -60,7 +61,16 @@ pub(crate) async fn dispatch(
         peer: session.peer,
         session: session.clone(),
     };
-    apis::handle(ctx, buf).await
+    let started = std::time::Instant::now();
+    let line = RequestLine::of(&ctx);
+    let result = apis::handle(ctx, buf).await;
+    if let Some(line) = line {
+        let bytes = result
+            .as_ref()
+            .map_or(0, |r| r.as_ref().map_or(0, Response::len));
+        line.completed(started.elapsed(), bytes, result.is_err());
+    }
+    result
 }
 
 /// A request frame after its header.

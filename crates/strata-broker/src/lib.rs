@@ -14,6 +14,7 @@
 //!   and frame-arrival deadlines.
 //! - `connection_quotas`: per-client-address connection limits.
 //! - `protocol_log`: rate-limited INFO lines for protocol errors.
+//! - `request_log`: the request logger (`kafka.request.logger`), one DEBUG line per request.
 //! - `dispatch`: header decoding, version checks, routing to `apis`.
 //! - `response`: the response frame (memory and `sendfile` parts) and its
 //!   encoder, shared by `connection` and `apis`.
@@ -80,6 +81,7 @@ mod protocol_log;
 mod reconcile;
 mod remote_metadata;
 mod replication;
+mod request_log;
 mod response;
 mod security;
 mod server;
@@ -90,6 +92,7 @@ mod txn;
 mod txn_markers;
 mod txn_verify;
 
+pub use config::LogFormat;
 pub use config::{
     BrokerConfig, ConfigError, ConnectionLimits, Listener, Properties, SecurityProtocol,
     DEFAULT_LISTENERS, DEFAULT_LOG_DIR,

@@ -724,6 +724,7 @@ pub fn serve_main(config: BrokerConfig) -> Result<(), BrokerError> {
             op: "building the async runtime",
             source,
         })?;
+    let log_format = config.log_format;
     runtime.block_on(async move {
         let handle = start(config).await?;
         let listening = handle
@@ -732,12 +733,18 @@ pub fn serve_main(config: BrokerConfig) -> Result<(), BrokerError> {
             .map(|(name, addr)| format!("{name} {addr}"))
             .collect::<Vec<_>>()
             .join(", ");
-        eprintln!(
+        let line = format!(
             "strata: broker {} listening on {} (cluster id {})",
             handle.broker.config.node_id,
             listening,
             handle.cluster_id()
         );
+        // With JSON logs every output line is a JSON object: the start
+        // line becomes a log event (with the same text) instead.
+        match log_format {
+            crate::config::LogFormat::Text => eprintln!("{line}"),
+            crate::config::LogFormat::Json => tracing::info!(target: "strata", "{line}"),
+        }
         wait_for_signal().await?;
         tracing::info!("signal received, shutting down");
         handle.shutdown().await

@@ -37,6 +37,8 @@
 //!   cleaner: the pure policy, the [`cleaner::Cleaner`] worker, the
 //!   [`cleaner::LogCleaner`] threads, the dry run.
 //! - [`retention`]: which segments retention deletes and why ([`retention::decide`]).
+//! - [`progress`]: progress of long work (ETA, byte units, one line) shared with the
+//!   tools, and the start-up recovery's progress lines ([`progress::LoadProgress`]).
 //!
 //! Private modules (their items re-exported here):
 //! - `types`: newtypes for offsets, positions, epochs, producer ids ([`Offset`], ...).
@@ -76,6 +78,7 @@ mod log;
 mod manager;
 mod metadata;
 mod producer_state;
+pub mod progress;
 pub mod retention;
 mod segment;
 mod types;

@@ -58,6 +58,15 @@ pub enum FsckError {
     Metadata(#[from] MetadataError),
 }
 
+/// A step of [`fsck_with_progress`], for a progress report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsckStep {
+    /// The catalogue is read: `segments` to reconcile, of `bytes` in all.
+    Planned { segments: u64, bytes: u64 },
+    /// One catalogue segment, of `bytes`, was reconciled with the store.
+    Checked { bytes: u64 },
+}
+
 /// Check (and with `repair`, fix) the catalogue against the store.
 ///
 /// # Errors
@@ -69,6 +78,22 @@ pub fn fsck(
     now_ms: i64,
     broker_id: i32,
 ) -> Result<FsckReport, FsckError> {
+    fsck_with_progress(rsm, rlmm, repair, now_ms, broker_id, &mut |_| {})
+}
+
+/// [`fsck`], telling `progress` what it plans and each segment it has
+/// reconciled.
+///
+/// # Errors
+/// As [`fsck`].
+pub fn fsck_with_progress(
+    rsm: &dyn RemoteStorageManager,
+    rlmm: &dyn RemoteLogMetadataManager,
+    repair: bool,
+    now_ms: i64,
+    broker_id: i32,
+    progress: &mut dyn FnMut(FsckStep),
+) -> Result<FsckReport, FsckError> {
     let mut report = FsckReport::default();
     let mut segments: BTreeMap<Uuid, RemoteLogSegmentMetadata> = BTreeMap::new();
     for p in rlmm.partitions() {
@@ -77,6 +102,11 @@ pub fn fsck(
         }
     }
     report.segments = segments.len();
+    let size = |md: &RemoteLogSegmentMetadata| u64::try_from(md.segment_size_in_bytes).unwrap_or(0);
+    progress(FsckStep::Planned {
+        segments: segments.len() as u64,
+        bytes: segments.values().map(size).sum(),
+    });
     let objects = rsm.list_objects()?;
     report.objects = objects.len();
     let mut present: BTreeMap<Uuid, BTreeSet<String>> = BTreeMap::new();
@@ -106,6 +136,7 @@ pub fn fsck(
             }
             RemoteLogSegmentState::DeleteSegmentFinished => {}
         }
+        progress(FsckStep::Checked { bytes: size(md) });
     }
     if repair {
         for o in &report.orphans {

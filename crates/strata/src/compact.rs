@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use strata_log::Clock;
 
+use crate::progress::Progress;
 use crate::{EXIT_OK, EXIT_USAGE_OR_IO};
 
 #[derive(Args, Debug)]
@@ -26,6 +27,9 @@ pub struct CompactArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Do not report progress on stderr.
+    #[arg(long)]
+    no_progress: bool,
 }
 
 fn mib(b: u64) -> String {
@@ -42,8 +46,15 @@ pub fn run(args: &CompactArgs) -> u8 {
         return EXIT_USAGE_OR_IO;
     }
     let now = strata_log::SystemClock.now_ms();
-    match strata_log::cleaner::dry_run(&args.path, now, args.delete_retention_ms, args.load_factor)
-    {
+    // The dry run is one pass over the partition: its progress is the
+    // partition as a whole (start and end lines, or a bar on a terminal).
+    let bytes = crate::progress::dir_bytes(&args.path);
+    let mut progress = Progress::new("compact", "partitions", 1, bytes, args.no_progress);
+    let result =
+        strata_log::cleaner::dry_run(&args.path, now, args.delete_retention_ms, args.load_factor);
+    progress.advance(bytes);
+    progress.finish();
+    match result {
         Ok(r) => {
             if args.json {
                 match serde_json::to_string_pretty(&r) {

@@ -10,6 +10,8 @@
 //!   compaction, restart cost, rolls, indexes, damage, hanging transactions).
 //! - `strata log compact --dry-run`: [`compact`], what compaction would reclaim.
 //! - `strata tier fsck`: [`tier`], the remote-tier catalogue against the bucket.
+//! - [`progress`]: progress of long commands on stderr (a bar on a
+//!   terminal, plain lines otherwise; `--no-progress` turns it off).
 //! - [`read`]: the read-only file readers `dump`, `verify` and `doctor`
 //!   share; every format is decoded by `strata_log::codec` (the engine's own
 //!   codecs) from plain reads, never a mapping.
@@ -26,6 +28,7 @@
 mod compact;
 mod doctor;
 mod dump;
+mod progress;
 mod read;
 mod tier;
 mod verify;
@@ -33,7 +36,7 @@ mod verify;
 use std::path::PathBuf;
 
 use std::process::ExitCode;
-use strata_broker::BrokerConfig;
+use strata_broker::{BrokerConfig, LogFormat};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -147,36 +150,64 @@ enum LogCommand {
     Compact(compact::CompactArgs),
 }
 
-fn init_tracing() {
+/// Install the log subscriber: `RUST_LOG` filters (default `warn`), lines
+/// go to stderr so that dump output on stdout stays machine-readable, as
+/// text or (`strata.log.format=json`, `serve` only) one JSON object per line.
+fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // Logs go to stderr so that dump output on stdout stays machine-readable.
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
     let code = match cli.command {
+        // `serve` installs logging itself, once it knows the format.
         Command::Serve(args) => serve(&args),
-        Command::Log(LogCommand::Dump(args)) => dump::run(&args),
-        Command::Log(LogCommand::Verify(args)) => verify::run(&args),
+        Command::Log(LogCommand::Dump(args)) => {
+            init_tracing(LogFormat::Text);
+            dump::run(&args)
+        }
+        Command::Log(LogCommand::Verify(args)) => {
+            init_tracing(LogFormat::Text);
+            verify::run(&args)
+        }
         Command::Log(LogCommand::Doctor(args)) => {
+            init_tracing(LogFormat::Text);
             match args.config.load("log doctor", doctor_settings) {
                 Ok(config) => doctor::run(&args, &config),
                 Err(code) => code,
             }
         }
-        Command::Log(LogCommand::Compact(args)) => compact::run(&args),
-        Command::Tier(cmd) => tier::run(&cmd),
+        Command::Log(LogCommand::Compact(args)) => {
+            init_tracing(LogFormat::Text);
+            compact::run(&args)
+        }
+        Command::Tier(cmd) => {
+            init_tracing(LogFormat::Text);
+            tier::run(&cmd)
+        }
     };
     ExitCode::from(code)
 }
 
+/// The log format `serve` will use: `strata.log.format` of the
+/// configuration, read quietly (no subscriber yet) so that the real load
+/// below logs its warnings in that format; text when the configuration is
+/// bad (the real load then reports why).
+fn serve_log_format(args: &ServeArgs) -> LogFormat {
+    BrokerConfig::load(args.config.config.as_deref(), &args.config.overrides)
+        .map_or(LogFormat::Text, |c| c.log_format)
+}
+
 fn serve(args: &ServeArgs) -> u8 {
+    init_tracing(serve_log_format(args));
     let config = match args.config.load("serve", BrokerConfig::resolved) {
         Ok(config) => config,
         Err(code) => return code,

@@ -14,11 +14,12 @@ use std::sync::Arc;
 
 use strata_broker::BrokerConfig;
 use strata_log::{LogManager, LogManagerConfig, SharedClock, SystemClock};
-use strata_tiered::fsck::{fsck, FsckReport};
+use strata_tiered::fsck::{fsck_with_progress, FsckReport, FsckStep};
 use strata_tiered::rlmm::topic::LogManagerMetadataLog;
 use strata_tiered::rlmm::TopicRlmm;
 use strata_tiered::{Bridge, TieredConfig};
 
+use crate::progress::Progress;
 use crate::{ConfigArgs, EXIT_FAILURES, EXIT_OK, EXIT_USAGE_OR_IO};
 
 /// `strata tier` subcommands.
@@ -39,6 +40,9 @@ pub struct FsckArgs {
     /// Delete orphans and finish half-done copies/deletes.
     #[arg(long)]
     pub repair: bool,
+    /// Do not report progress on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
 }
 
 /// The settings `strata tier fsck` uses, as `--print-config` shows them.
@@ -94,8 +98,35 @@ fn fsck_command(args: &FsckArgs, broker: &BrokerConfig) -> Result<FsckReport, St
             .map_err(|e| e.to_string())?;
         let (rlmm, _) =
             TopicRlmm::open(Arc::new(meta), Arc::clone(&clock)).map_err(|e| e.to_string())?;
-        fsck(&rsm, &rlmm, args.repair, clock.now_ms(), broker.node_id)
-            .map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)))
+        let mut progress: Option<Progress> = None;
+        let report = fsck_with_progress(
+            &rsm,
+            &rlmm,
+            args.repair,
+            clock.now_ms(),
+            broker.node_id,
+            &mut |step| match step {
+                FsckStep::Planned { segments, bytes } => {
+                    progress = Some(Progress::new(
+                        "fsck",
+                        "segments",
+                        segments,
+                        bytes,
+                        args.no_progress,
+                    ));
+                }
+                FsckStep::Checked { bytes } => {
+                    if let Some(p) = progress.as_mut() {
+                        p.advance(bytes);
+                    }
+                }
+            },
+        )
+        .map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)));
+        if let Some(p) = progress {
+            p.finish();
+        }
+        report
     })();
     logs.shutdown()
         .map_err(|e| format!("closing log dirs: {e}"))?;

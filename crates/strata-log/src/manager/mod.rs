@@ -37,6 +37,7 @@ use crate::fs::{OpenMode, SharedFs, StdFs};
 use crate::loader::LoadParams;
 use crate::log::{DirHealth, Log};
 use crate::metadata;
+use crate::progress::LoadProgress;
 use crate::types::{Offset, TopicPartition};
 
 pub use high_watermark::DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS;
@@ -228,6 +229,24 @@ fn checkpoint_err(path: &Path, e: crate::checkpoint::CheckpointError) -> LogErro
 }
 
 /// Directories of a log dir that hold partitions (live or `-delete`).
+/// The bytes of a partition directory's `.log` files (for load progress;
+/// an unreadable entry counts as 0, loading reports the real error).
+fn segment_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with(format::LOG_SUFFIX)
+        })
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
 fn partition_dirs(dir: &Path) -> Result<Vec<(PathBuf, format::ParsedDir)>, LogError> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, "list log dir", e))? {
@@ -294,6 +313,7 @@ impl LogManager {
         let mut futures = Vec::new();
         let mut live_on_disk = std::collections::BTreeSet::new();
         let mut pending = Vec::new();
+        let progress = LoadProgress::new(clock.clone());
         for path in &config.log_dirs {
             let health = DirHealth::new(path);
             let prepared = (|| {
@@ -328,6 +348,7 @@ impl LogManager {
                     &mut pending,
                     filter.as_ref(),
                     topic_configs.as_ref(),
+                    &progress,
                 ) {
                     Ok(loaded) => {
                         let may_mark_clean = loaded.may_mark_clean;
@@ -346,6 +367,7 @@ impl LogManager {
             }
             dirs.push(dir);
         }
+        progress.finish();
         if !dirs.iter().any(|d| d.health.is_online()) {
             return Err(LogError::NoOnlineDir);
         }
@@ -477,6 +499,7 @@ impl LogManager {
         pending: &mut Vec<PendingDirDelete>,
         filter: Option<&LoadFilter>,
         topic_configs: Option<&TopicConfigProvider>,
+        progress: &LoadProgress,
     ) -> Result<LoadedDir, LogError> {
         let clean = metadata::take_clean_shutdown_marker(config.fs.as_ref(), &dir.path)
             .map_err(|e| LogError::io(&dir.path, "take clean shutdown marker", e))?;
@@ -522,13 +545,18 @@ impl LogManager {
                         fs: config.fs.clone(),
                     };
                     let hw = high_watermarks.get(&parsed.tp).copied();
-                    jobs.push((path, params, hw));
+                    let bytes = segment_bytes(&path);
+                    jobs.push((path, params, hw, bytes));
                 }
                 DirKind::Stray => {
                     tracing::warn!(dir = %path.display(), "leaving a -stray directory alone")
                 }
             }
         }
+        progress.add_total(
+            jobs.len() as u64,
+            jobs.iter().map(|(_, _, _, bytes)| bytes).sum(),
+        );
         let threads = config
             .recovery_threads_per_data_dir
             .max(1)
@@ -542,7 +570,7 @@ impl LogManager {
                     .name(format!("strata-log-recovery-{i}"))
                     .spawn_scoped(s, move || loop {
                         let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some((path, params, hw)) = next else {
+                        let Some((path, params, hw, bytes)) = next else {
                             break;
                         };
                         let topic = path
@@ -561,6 +589,10 @@ impl LogManager {
                         if let (Ok(log), Some(hw)) = (&r, hw) {
                             log.update_high_watermark(hw);
                         }
+                        let recovered = r
+                            .as_ref()
+                            .map_or(0, |log| log.recovery_stats().recovered_segments.len());
+                        progress.partition_loaded(bytes, recovered as u64);
                         results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
                     })
                     .expect("spawn recovery thread");

@@ -152,3 +152,37 @@ fn finds_and_repairs_every_kind_of_inconsistency() {
         Bytes::from_static(b"data")
     );
 }
+
+#[test]
+fn progress_plans_every_catalogue_segment_and_reports_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let rsm = build_rsm(
+        &StorageLocation::Local {
+            dir: dir.path().join("tier"),
+        },
+        Arc::new(Bridge::new(1).unwrap()),
+    )
+    .unwrap();
+    let rlmm = MemoryRlmm::new();
+    for start in [0, 10, 20] {
+        rlmm.add_remote_log_segment_metadata(md(start)).unwrap();
+    }
+    let mut steps = Vec::new();
+    let report =
+        strata_tiered::fsck::fsck_with_progress(&rsm, &rlmm, false, 5, 0, &mut |s| steps.push(s))
+            .unwrap();
+    use strata_tiered::fsck::FsckStep;
+    assert_eq!(report.segments, 3);
+    assert_eq!(
+        steps,
+        vec![
+            FsckStep::Planned {
+                segments: 3,
+                bytes: 12
+            },
+            FsckStep::Checked { bytes: 4 },
+            FsckStep::Checked { bytes: 4 },
+            FsckStep::Checked { bytes: 4 },
+        ]
+    );
+}

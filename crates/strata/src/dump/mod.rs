@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Map, Value};
 
+use crate::progress::Progress;
 use crate::read::read_all;
 use crate::{EXIT_FAILURES, EXIT_OK, EXIT_USAGE_OR_IO};
 
@@ -63,6 +64,9 @@ pub struct DumpArgs {
     /// One JSON object per file (one per line) instead of Kafka's text.
     #[arg(long)]
     json: bool,
+    /// Do not report progress on stderr (reported when dumping more than one file).
+    #[arg(long)]
+    no_progress: bool,
 }
 
 /// Resolved options.
@@ -340,6 +344,11 @@ pub fn run(args: &DumpArgs) -> u8 {
     }
     let mut em = Emitter::new(opts.json);
     let mut problems = Problems::default();
+    // One file needs no progress, and Kafka's tool prints nothing extra on stderr.
+    let mut progress = (files.len() > 1).then(|| {
+        let bytes = files.iter().map(|f| crate::progress::file_bytes(f)).sum();
+        Progress::new("dump", "files", files.len() as u64, bytes, args.no_progress)
+    });
     for path in &files {
         em.begin_file(path);
         match classify(path) {
@@ -364,6 +373,12 @@ pub fn run(args: &DumpArgs) -> u8 {
             }
         }
         em.end_file();
+        if let Some(p) = progress.as_mut() {
+            p.advance(crate::progress::file_bytes(path));
+        }
+    }
+    if let Some(p) = progress {
+        p.finish();
     }
     em.flush();
     problems.print();

@@ -32,6 +32,7 @@ use serde::Serialize;
 use strata_log::format as f;
 use strata_log::TopicPartition;
 
+use crate::progress::Progress;
 use crate::read::checkpoint::read_offset_checkpoint;
 use crate::read::topics::{read_topic_store, TopicStore};
 use crate::{EXIT_FAILURES, EXIT_OK, EXIT_USAGE_OR_IO};
@@ -53,6 +54,9 @@ pub struct VerifyArgs {
     /// Print one JSON report instead of text.
     #[arg(long)]
     json: bool,
+    /// Do not report progress on stderr.
+    #[arg(long)]
+    no_progress: bool,
 }
 
 /// The result of verifying some directories.
@@ -240,9 +244,53 @@ pub fn check_topic_id(store: &TopicStore, summary: &PartitionSummary, out: &mut 
     }
 }
 
+/// The partition directories a log-dir target holds, sorted (`-delete`
+/// ones left out), with their parsed names.
+fn partition_children(target: &Path) -> Vec<(PathBuf, f::ParsedDir)> {
+    let mut children: Vec<PathBuf> = std::fs::read_dir(target)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    children.sort();
+    children
+        .into_iter()
+        .filter_map(|child| {
+            let name = child.file_name()?.to_string_lossy().into_owned();
+            let parsed = f::parse_partition_dir_name(&name).ok()?;
+            (parsed.kind != f::DirKind::Delete).then_some((child, parsed))
+        })
+        .collect()
+}
+
+/// The partition directories `verify_target` will read for `target`: the
+/// units of the progress report.
+fn planned_partitions(target: &Path) -> Vec<PathBuf> {
+    if !target.is_dir() {
+        Vec::new()
+    } else if is_partition_dir(target) {
+        vec![target.to_path_buf()]
+    } else {
+        partition_children(target)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    }
+}
+
 /// Verify one target (partition dir or log dir), appending to `report`;
-/// with `store`, each partition's topic id is checked against it.
-pub fn verify_target(target: &Path, deep: bool, store: Option<&TopicStore>, report: &mut Report) {
+/// with `store`, each partition's topic id is checked against it. Each
+/// partition directory read advances `progress`.
+pub fn verify_target(
+    target: &Path,
+    deep: bool,
+    store: Option<&TopicStore>,
+    report: &mut Report,
+    progress: &mut Progress,
+) {
     let out = &mut report.findings;
     if !target.is_dir() {
         out.push(Finding::error(
@@ -258,33 +306,16 @@ pub fn verify_target(target: &Path, deep: bool, store: Option<&TopicStore>, repo
     let mut verified = BTreeMap::new();
     if is_partition_dir(target) {
         let s = verify_partition(target, deep, out);
+        progress.advance(crate::progress::dir_bytes(target));
         if let (Some(tp), Some(parent)) = (tp_of(target), target.parent()) {
             verified.insert(tp.clone(), s.log_end);
             check_log_dir_checkpoints(parent, &verified, Some(&tp), out);
         }
         summaries.push(s);
     } else {
-        let mut children: Vec<PathBuf> = std::fs::read_dir(target)
-            .map(|rd| {
-                rd.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.is_dir())
-                    .collect()
-            })
-            .unwrap_or_default();
-        children.sort();
-        for child in children {
-            let name = child
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let Ok(parsed) = f::parse_partition_dir_name(&name) else {
-                continue;
-            };
-            if parsed.kind == f::DirKind::Delete {
-                continue;
-            }
+        for (child, parsed) in partition_children(target) {
             let s = verify_partition(&child, deep, out);
+            progress.advance(crate::progress::dir_bytes(&child));
             if parsed.kind == f::DirKind::Live {
                 verified.insert(parsed.tp, s.log_end);
             }
@@ -310,9 +341,23 @@ pub fn verify_target(target: &Path, deep: bool, store: Option<&TopicStore>, repo
 pub fn run(args: &VerifyArgs) -> u8 {
     let mut report = Report::default();
     let store = find_topic_store(&args.dirs, &mut report.findings);
+    let planned: Vec<PathBuf> = args
+        .dirs
+        .iter()
+        .flat_map(|d| planned_partitions(d))
+        .collect();
+    let bytes = planned.iter().map(|d| crate::progress::dir_bytes(d)).sum();
+    let mut progress = Progress::new(
+        "verify",
+        "partitions",
+        planned.len() as u64,
+        bytes,
+        args.no_progress,
+    );
     for dir in &args.dirs {
-        verify_target(dir, args.deep, store.as_ref(), &mut report);
+        verify_target(dir, args.deep, store.as_ref(), &mut report, &mut progress);
     }
+    progress.finish();
     report.errors = report
         .findings
         .iter()

@@ -241,9 +241,11 @@ fn checkpoints_metadata_and_unknown_files() {
     std::fs::write(&epochs, "0\n2\n0 0\n3 120\n").unwrap();
     let unknown = tmp.path().join("00000000000000000000.log.deleted");
     std::fs::write(&unknown, b"x").unwrap();
+    // Kafka's stderr exactly: without Strata's progress lines.
     let (code, out, err) = run([
         "log",
         "dump",
+        "--no-progress",
         "--files",
         &format!(
             "{},{},{}",
