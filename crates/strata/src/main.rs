@@ -10,6 +10,8 @@
 //!   compaction, restart cost, rolls, indexes, damage, hanging transactions).
 //! - `strata log compact --dry-run`: [`compact`], what compaction would reclaim.
 //! - `strata tier fsck`: [`tier`], the remote-tier catalogue against the bucket.
+//! - `console_findings`: the doctor behind the storage console's partition
+//!   pages (installed by `serve`).
 //! - [`read`]: the read-only file readers `dump`, `verify` and `doctor`
 //!   share; every format is decoded by `strata_log::codec` (the engine's own
 //!   codecs) from plain reads, never a mapping.
@@ -24,6 +26,7 @@
 //! 2 usage or I/O errors.
 
 mod compact;
+mod console_findings;
 mod doctor;
 mod dump;
 mod read;
@@ -177,10 +180,13 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: &ServeArgs) -> u8 {
-    let config = match args.config.load("serve", BrokerConfig::resolved) {
+    let mut config = match args.config.load("serve", BrokerConfig::resolved) {
         Ok(config) => config,
         Err(code) => return code,
     };
+    config.console_findings = strata_broker::FindingsSource::new(std::sync::Arc::new(
+        console_findings::DoctorFindings::new(&config),
+    ));
     match strata_broker::serve_main(config) {
         Ok(()) => EXIT_OK,
         Err(e) => {

@@ -64,11 +64,13 @@ pub(crate) fn parse(path: &str) -> Result<Option<Route>, BadPath> {
             reason: "the path is too long",
         });
     }
-    let trimmed = path
-        .strip_suffix('/')
-        .filter(|p| !p.is_empty())
-        .unwrap_or(path);
-    let raw: Vec<&str> = trimmed.split('/').skip(1).collect();
+    // One trailing slash is allowed (`/console/`); `/` itself has no segment.
+    let trimmed = path.strip_suffix('/').unwrap_or(path);
+    let raw: Vec<&str> = if trimmed.is_empty() {
+        Vec::new()
+    } else {
+        trimmed.split('/').skip(1).collect()
+    };
     let mut parts = Vec::with_capacity(raw.len());
     for r in &raw {
         let d = decode_segment(r).ok_or_else(|| bad("a path segment has a malformed %-escape"))?;
