@@ -83,7 +83,13 @@ async fn the_partition_page_draws_every_segment_and_the_groups_lag() {
     );
     // Two batches do not fit in one segment, so every batch rolls a new one.
     for i in 0..5 {
-        let (err, base) = produce(&mut client, TOPIC, 0, batch(10, &"v".repeat(40), 1_700_000_000_000 + i, false)).await;
+        let (err, base) = produce(
+            &mut client,
+            TOPIC,
+            0,
+            batch(10, &"v".repeat(40), 1_700_000_000_000 + i, false),
+        )
+        .await;
         assert_eq!((err, base), (0, i * 10));
     }
     let resp = client.call(&commit(COMMITTED), 8).await;
@@ -91,7 +97,13 @@ async fn the_partition_page_draws_every_segment_and_the_groups_lag() {
 
     let logs = std::fs::read_dir(dir.path().join(format!("{TOPIC}-0")))
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "log"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "log")
+        })
         .count();
     assert!(logs >= 5, "{logs} segments");
 
@@ -100,22 +112,39 @@ async fn the_partition_page_draws_every_segment_and_the_groups_lag() {
     let bases = attr_values(&html, "data-segment-base");
     assert_eq!(bases.len(), logs, "{html}");
     assert_eq!(bases[0], "0");
-    assert!(attr_values(&html, "data-tier").iter().all(|t| t == "local"), "{html}");
+    assert!(
+        attr_values(&html, "data-tier").iter().all(|t| t == "local"),
+        "{html}"
+    );
     assert_eq!(attr_values(&html, "data-active"), vec!["true"]);
     let high_watermark = 50;
-    assert!(html.contains(&format!(r#"data-marker="high-watermark" data-offset="{high_watermark}""#)), "{html}");
+    assert!(
+        html.contains(&format!(
+            r#"data-marker="high-watermark" data-offset="{high_watermark}""#
+        )),
+        "{html}"
+    );
     // The group: a marker on the timeline and a row in the table.
     let lag = (high_watermark - COMMITTED).to_string();
     assert_eq!(attr_values(&html, "data-group"), vec![GROUP, GROUP]);
     assert_eq!(attr_values(&html, "data-lag"), vec![lag.clone(), lag]);
     // The installed findings source, escaped.
-    assert!(html.contains(r#"data-symptom="segments_roll_small""#), "{html}");
-    assert!(html.contains("timeline-0 rolls at segment.bytes=1024 &lt;small&gt;"), "{html}");
+    assert!(
+        html.contains(r#"data-symptom="segments_roll_small""#),
+        "{html}"
+    );
+    assert!(
+        html.contains("timeline-0 rolls at segment.bytes=1024 &lt;small&gt;"),
+        "{html}"
+    );
     assert!(!html.contains("<script"), "no script on the page");
 
     let (status, index) = http_get(addr, "/").await;
     assert_eq!(status, 200);
-    assert!(index.contains(&format!(r#"data-topic="{TOPIC}" data-partitions="1""#)), "{index}");
+    assert!(
+        index.contains(&format!(r#"data-topic="{TOPIC}" data-partitions="1""#)),
+        "{index}"
+    );
     let (status, topic) = http_get(addr, &format!("/console/topics/{TOPIC}")).await;
     assert_eq!(status, 200);
     assert!(topic.contains(r#"data-partition="0""#), "{topic}");
