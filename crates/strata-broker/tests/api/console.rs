@@ -186,3 +186,69 @@ async fn unknown_and_hostile_paths_are_refused() {
     assert_eq!(status, 200);
     broker.shutdown().await.unwrap();
 }
+
+/// Retention's next step is the broker's own decision, shown without being carried out.
+#[tokio::test]
+async fn the_timeline_marks_what_the_next_retention_pass_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("strata.metrics.listener", "127.0.0.1:0")]).await;
+    let addr = broker.metrics_addr().expect("the HTTP listener is bound");
+    let mut client = Client::connect(broker.local_addr()).await;
+    let configs = [("segment.bytes", "1024"), ("retention.bytes", "1200")];
+    assert_eq!(
+        create_topic_with(&mut client, "doomed", 1, &configs).await,
+        0
+    );
+    // Recent timestamps: retention.ms (7 days) takes nothing, retention.bytes the oldest.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for i in 0..4 {
+        let (err, _) = produce(
+            &mut client,
+            "doomed",
+            0,
+            batch(10, &"v".repeat(40), now + i, false),
+        )
+        .await;
+        assert_eq!(err, 0);
+    }
+    let segment_files = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path().join("doomed-0"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".log"))
+            .collect();
+        names.sort();
+        names
+    };
+    let before = segment_files();
+
+    let (status, html) = http_get(addr, "/console/topics/doomed/0").await;
+    assert_eq!(status, 200, "{html}");
+    let bases = attr_values(&html, "data-segment-base");
+    assert_eq!(bases.len(), 4, "{html}");
+    // The oldest segment goes by retention.bytes at the next pass; the active one never does.
+    assert!(
+        html.contains(r#"data-segment-base="0" data-segment-next="10""#)
+            && html.contains(r#"data-fate="delete-next""#),
+        "{html}"
+    );
+    let first = html.find(r#"data-segment-base="0""#).unwrap();
+    let first_tag = &html[first..first + html[first..].find('>').unwrap()];
+    assert!(
+        first_tag.contains(r#"data-fate="delete-next""#),
+        "{first_tag}"
+    );
+    let active = html.find(r#"data-active="true""#).unwrap();
+    let active_tag = &html[active..active + html[active..].find('>').unwrap()];
+    assert!(!active_tag.contains("data-fate"), "{active_tag}");
+    assert!(html.contains("by retention.bytes"), "{html}");
+    assert_eq!(
+        segment_files(),
+        before,
+        "showing the decision deletes nothing"
+    );
+    broker.shutdown().await.unwrap();
+}
