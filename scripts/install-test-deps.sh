@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything Strata's test command needs beyond the Rust toolchain:
 #   - kcat (librdkafka's command-line client), a JDK (javac), etcd and etcdctl (the
-#     cluster tests' metadata store) and protoc (the build needs it: see
-#     scripts/ensure-build-deps.sh) from Debian packages,
-#   - a Python venv in .test-deps/venv with pytest, confluent-kafka and kafka-python,
+#     cluster tests' metadata store), protoc (the build needs it: see
+#     scripts/ensure-build-deps.sh) and headless Chromium with chromium-driver (the
+#     storage-console test) from Debian packages,
+#   - a Python venv in .test-deps/venv with pytest, confluent-kafka, kafka-python and selenium,
 #   - the Java Kafka client 3.9.1 and its codec jars in .test-deps/jars
 #     (taken from the shigawire-apache-flink-libraries wheel, which ships them),
 #     and Jackson (Debian's libjackson2-databind-java, linked into .test-deps/jars): the Java
@@ -23,6 +24,7 @@ PY_REQUIREMENTS=(
   "confluent-kafka==2.16.1"
   "kafka-python==3.0.12"
   "moto[server]>=5.1,<6"  # loopback S3-API server for the tiered-storage tests (scripts/start-s3.sh)
+  "selenium>=4.20,<5"  # drives headless Chromium in the storage-console test (tests/clients/test_console.py)
 )
 JAR_WHEEL="shigawire-apache-flink-libraries==2.0.0.post1"
 # Jars needed by the Java client tests: the client itself, its codecs and its logging API.
@@ -50,6 +52,13 @@ install_debian_packages() {
   # The harness checks etcd's health and writes keys with etcdctl (tests/clients/etcd.py).
   if ! command -v etcdctl >/dev/null 2>&1; then
     want+=(etcd-client)
+  fi
+  # Headless Chromium and its WebDriver for the storage-console test (tests/clients/test_console.py).
+  if ! command -v chromium >/dev/null 2>&1; then
+    want+=(chromium)
+  fi
+  if ! command -v chromedriver >/dev/null 2>&1; then
+    want+=(chromium-driver)
   fi
   # protoc: the build needs it too (scripts/lib/apt.sh names the packages).
   mapfile -t -O "${#want[@]}" want < <(missing_build_packages)

@@ -116,6 +116,10 @@ pub struct BrokerConfig {
     /// `strata.metrics.listener`: `host:port` of the HTTP listener serving
     /// `/metrics` (Prometheus) and the storage console; `None` (the default) serves neither.
     pub metrics_listener: Option<String>,
+    /// Not a property: the source of the doctor's findings on the storage
+    /// console's partition pages, installed by the `strata` binary (none by
+    /// default).
+    pub console_findings: crate::console::FindingsSource,
     /// `broker.session.timeout.ms`: the lease of the broker's registration.
     pub broker_session_timeout_ms: u64,
     /// `broker.heartbeat.interval.ms`: how often the lease is renewed.
@@ -742,6 +746,7 @@ impl BrokerConfig {
             etcd_endpoints: Vec::new(),
             etcd_prefix: String::new(),
             metrics_listener: None,
+            console_findings: Default::default(),
             broker_session_timeout_ms: 0,
             broker_heartbeat_interval_ms: 0,
             auto_leader_rebalance_enable: false,

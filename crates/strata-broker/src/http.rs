@@ -243,6 +243,7 @@ fn reason_phrase(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        414 => "URI Too Long",
         431 => "Request Header Fields Too Large",
         505 => "HTTP Version Not Supported",
         _ => "Error",

@@ -41,6 +41,8 @@
 //!   (`strata-broker-configs.json`).
 //! - `config_entry`: one described config (DescribeConfigs, CreateTopics).
 //! - `group`: the classic group coordinator and `__consumer_offsets`.
+//! - `http`: the HTTP listener (`/metrics`, the console); `console`: the
+//!   read-only storage console ([`ConsoleFindings`] is its findings seam).
 //! - `tiered`: the broker's hooks into the remote tier (`strata-tiered`).
 //! - `api_error`: why a request failed for one topic, partition or resource.
 //! - `error_code`: the one mapping from errors to Kafka error codes.
@@ -97,6 +99,7 @@ pub use config::{
     BrokerConfig, ConfigError, ConnectionLimits, Listener, Properties, SecurityProtocol,
     DEFAULT_LISTENERS, DEFAULT_LOG_DIR,
 };
+pub use console::{ConsoleFinding, ConsoleFindings, FindingSeverity, FindingsSource};
 pub use dispatch::decode_request;
 pub use dynamic_config::{DynamicConfigError, BROKER_CONFIGS_FILE};
 pub use error::{BrokerError, DispatchError};

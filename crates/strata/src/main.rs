@@ -12,6 +12,8 @@
 //! - `strata tier fsck`: [`tier`], the remote-tier catalogue against the bucket.
 //! - [`progress`]: progress of long commands on stderr (a bar on a
 //!   terminal, plain lines otherwise; `--no-progress` turns it off).
+//! - `console_findings`: the doctor behind the storage console's partition
+//!   pages (installed by `serve`).
 //! - [`read`]: the read-only file readers `dump`, `verify` and `doctor`
 //!   share; every format is decoded by `strata_log::codec` (the engine's own
 //!   codecs) from plain reads, never a mapping.
@@ -26,6 +28,7 @@
 //! 2 usage or I/O errors.
 
 mod compact;
+mod console_findings;
 mod doctor;
 mod dump;
 mod progress;
@@ -208,10 +211,13 @@ fn serve_log_format(args: &ServeArgs) -> LogFormat {
 
 fn serve(args: &ServeArgs) -> u8 {
     init_tracing(serve_log_format(args));
-    let config = match args.config.load("serve", BrokerConfig::resolved) {
+    let mut config = match args.config.load("serve", BrokerConfig::resolved) {
         Ok(config) => config,
         Err(code) => return code,
     };
+    config.console_findings = strata_broker::FindingsSource::new(std::sync::Arc::new(
+        console_findings::DoctorFindings::new(&config),
+    ));
     match strata_broker::serve_main(config) {
         Ok(()) => EXIT_OK,
         Err(e) => {

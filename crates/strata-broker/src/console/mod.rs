@@ -1,38 +1,35 @@
 //! The read-only storage console served on the HTTP listener
 //! (`strata.metrics.listener`): pages per topic and partition that draw the
-//! segment timeline, the cleaner's state, consumer-group lag and the
-//! doctor's findings.
+//! segment timeline (offset ranges, sizes, times, local / remote tier, what
+//! retention or compaction does next), the cleaner's state and dirty ratio,
+//! consumer-group lag and the doctor's findings. Nothing it does changes the
+//! broker. See `docs/console.md`.
+//!
+//! # Layout
+//!
+//! - `pages`: path parsing and routing (`/`, `/console/topics/<t>`,
+//!   `/console/topics/<t>/<p>`).
+//! - `gather`: the broker's state read into the model (blocking, read-only).
+//! - `model`: plain data the pages show.
+//! - `render`: model to HTML, `timeline`: the segment timeline as SVG (pure).
+//! - `text`: escaping, path encoding, human sizes and times (pure).
+//! - `findings`: the [`ConsoleFindings`] seam through which the `strata`
+//!   binary supplies the doctor's findings.
+
+mod findings;
+mod gather;
+mod model;
+mod pages;
+mod render;
+mod text;
+mod timeline;
+
+pub use findings::{ConsoleFinding, ConsoleFindings, FindingSeverity, FindingsSource};
 
 use crate::broker::Broker;
 use crate::http::Page;
 
 /// The console page at `path`, or `None` when there is none.
 pub(crate) fn page(broker: &Broker, path: &str, _query: &str) -> Option<Page> {
-    if path != "/" {
-        return None;
-    }
-    let mut topics: Vec<String> = broker.topics.list().into_iter().map(|t| t.name).collect();
-    topics.sort();
-    let mut body = String::from("<!doctype html><title>Strata</title><h1>Strata</h1><ul>");
-    for t in topics {
-        body.push_str(&format!("<li>{}</li>", escape(&t)));
-    }
-    body.push_str("</ul>");
-    Some(Page::html(body))
-}
-
-/// `text` with HTML's special characters escaped.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    pages::page(broker, path)
 }

@@ -502,6 +502,21 @@ impl GroupCoordinator {
         self.lock().manager.describe_group(group_id)
     }
 
+    /// Every group's committed offset of `topic`/`partition`, by group id
+    /// (the storage console's lag; read-only, no loading is waited for).
+    pub(crate) fn committed_offsets_of(&self, topic: &str, partition: i32) -> Vec<(String, i64)> {
+        let st = self.lock();
+        let key = (topic.to_string(), partition);
+        let mut out: Vec<(String, i64)> = st
+            .manager
+            .groups
+            .values()
+            .filter_map(|g| g.offsets.get(&key).map(|c| (g.id.clone(), c.offset)))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Stop serving: parked requests are answered NOT_COORDINATOR.
     pub(crate) fn shutdown(&self) {
         let mut st = self.lock();

@@ -18,6 +18,7 @@ mod bad_requests;
 mod broker_configs;
 mod cluster;
 mod configs;
+mod console;
 mod decompressed_cap;
 mod groups;
 mod http_listener;

@@ -108,6 +108,24 @@ impl Log {
         })
     }
 
+    /// What a retention pass would delete now, with the log's current
+    /// config, clock and retention gate, without deleting anything (the
+    /// storage console's preview; the pass itself decides again under the
+    /// append lock).
+    ///
+    /// # Errors
+    /// As [`Log::retention_snapshot`].
+    pub fn retention_decision(&self) -> Result<RetentionDecision, LogError> {
+        let cfg = self.config_arc();
+        let (policy, tiered_limit) = self.retention_policy(&cfg);
+        let snap = self.retention_snapshot()?;
+        let mut decision = retention::decide(&snap, &policy, self.clock.now_ms());
+        if let Some(limit) = tiered_limit {
+            decision.limit_to_upper_bound(limit);
+        }
+        Ok(decision)
+    }
+
     /// One retention pass with the log's current config and clock: delete
     /// the segments [`retention::decide`] picks (see the module docs for
     /// the steps). Reads in flight keep working.
