@@ -416,6 +416,105 @@ mod tests {
         assert_eq!(standing(10, 10, None), RetentionStanding::Safe);
     }
 
+    fn compacted_facts(batches: &[(i64, i64, u64)]) -> PartitionFacts {
+        use super::super::scan::{HorizonBatch, SegmentFacts};
+        use strata_log::{Offset, Timestamp};
+        let segment = SegmentFacts {
+            base_offset: Offset(0),
+            size: 1000,
+            batches: batches.len() as u64,
+            next_offset: Offset(100),
+            first_batch_timestamp: None,
+            max_timestamp: Timestamp(-1),
+            mtime_ms: 0,
+            offset_index: None,
+            time_index: None,
+            tombstones: batches.iter().map(|b| b.2).sum(),
+            horizon_batches: batches
+                .iter()
+                .map(|&(base, horizon, tombstones)| HorizonBatch {
+                    base_offset: Offset(base),
+                    delete_horizon: Timestamp(horizon),
+                    tombstones,
+                })
+                .collect(),
+        };
+        PartitionFacts {
+            dir: std::path::PathBuf::from("/nowhere/t-0"),
+            tp: TopicPartition::new("t", 0),
+            segments: vec![segment],
+            log_end_offset: Offset(100),
+            log_start_offset: Offset(0),
+            recovery_point: None,
+            high_watermark: None,
+            cleaner_offset: None,
+            clean_shutdown_marker: true,
+            free_bytes: None,
+            deleted_files_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn only_unread_tombstones_whose_horizon_passes_soon_count() {
+        let now = 1_000_000;
+        // (batch base, delete horizon, tombstones)
+        let facts = compacted_facts(&[
+            (10, now - 5, 2),
+            (40, now + 1_000, 3),
+            (70, now + 10_000_000, 4),
+        ]);
+        // At 0 the group has read none: the first two batches expire within the hour.
+        assert_eq!(
+            expiring_tombstones(&facts, 0, now, TOMBSTONE_SOON_MS),
+            Some((5, now - 5))
+        );
+        // Past the first batch: only the second.
+        assert_eq!(
+            expiring_tombstones(&facts, 11, now, TOMBSTONE_SOON_MS),
+            Some((3, now + 1_000))
+        );
+        // Past both: the third is far from its horizon.
+        assert_eq!(
+            expiring_tombstones(&facts, 41, now, TOMBSTONE_SOON_MS),
+            None
+        );
+
+        let mut cfg = LogConfig::default();
+        cfg.cleanup_policy.compact = true;
+        cfg.cleanup_policy.delete = false;
+        let groups = [
+            GroupPosition {
+                group: "behind".into(),
+                committed: 5,
+            },
+            GroupPosition {
+                group: "caught-up".into(),
+                committed: 100,
+            },
+        ];
+        let mut out = Vec::new();
+        diagnose(
+            &facts,
+            &cfg,
+            &DoctorSettings::default(),
+            &groups,
+            &LiveOffsets::default(),
+            now,
+            &mut out,
+        );
+        let named: Vec<_> = out
+            .iter()
+            .filter(|f| f.cause == Cause::GroupBehindExpiringTombstones)
+            .map(|f| f.message.clone())
+            .collect();
+        assert_eq!(named.len(), 1, "{out:?}");
+        assert!(
+            named[0].contains("\"behind\"") && named[0].contains("5 tombstone(s)"),
+            "{}",
+            named[0]
+        );
+    }
+
     #[test]
     fn requests_decode_as_their_api() {
         let req = offset_fetch_all(GroupId(StrBytes::from_static_str("g")));
