@@ -52,6 +52,9 @@ pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 /// Log-dir checkpoint of per-partition first dirty offsets (cleaner).
 pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
+/// Log-dir JSON history of the cleaner's last cleanings (Strata only; the
+/// figures of Kafka's `log-cleaner.log` summaries).
+pub const CLEANER_STATISTICS: &str = "cleaner-statistics.json";
 /// Partition-dir checkpoint of the leader-epoch cache.
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 /// Partition-dir file holding the topic id.

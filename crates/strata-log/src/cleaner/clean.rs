@@ -47,6 +47,9 @@ pub struct CleanStats {
     pub groups: usize,
     /// Map entries / slots at the end of the last pass.
     pub map_utilization: f64,
+    /// Time spent building the offset map (all passes), for the summary's
+    /// "Indexed ... in N seconds" (monotonic clock).
+    pub map_elapsed_ns: u64,
 }
 
 /// What one cleaning did.
@@ -86,6 +89,8 @@ pub struct Cleaner {
     out: Vec<u8>,
     throttler: Throttler,
     stop: Arc<AtomicBool>,
+    /// The cleaner thread this worker runs on (for statistics).
+    thread: usize,
 }
 
 impl std::fmt::Debug for Cleaner {
@@ -140,7 +145,24 @@ impl Cleaner {
             buf: vec![0; io_buffer],
             out: Vec::with_capacity(io_buffer),
             stop: Arc::new(AtomicBool::new(false)),
+            thread: 0,
         })
+    }
+
+    /// Name the cleaner thread this worker runs on (`strata-log-cleaner-<i>`).
+    pub fn with_thread(mut self, thread: usize) -> Cleaner {
+        self.thread = thread;
+        self
+    }
+
+    /// The worker's monotonic clock, ns.
+    pub fn clock_ns(&self) -> u64 {
+        self.clock.monotonic_ns()
+    }
+
+    /// The cleaner thread this worker runs on.
+    pub fn thread(&self) -> usize {
+        self.thread
     }
 
     /// Replace the throttler (tests inject a mock sleeper).
@@ -267,6 +289,7 @@ impl Cleaner {
         // dirty section (each has its own offset) for the map slots.
         let producers = log.last_records_of_active_producers().map_err(lerr)?;
         let dirty_records = u64::try_from(upper.0 - first_dirty.0).unwrap_or(0);
+        let map_started = self.clock.monotonic_ns();
         self.build_offset_map(
             &tp,
             log.fs(),
@@ -277,6 +300,7 @@ impl Cleaner {
             dirty_records,
             stats,
         )?;
+        stats.map_elapsed_ns += self.clock.monotonic_ns().saturating_sub(map_started);
         let end = self.map.latest_offset().plus(1);
         stats.map_utilization = self.map.utilization();
         let to_clean: Vec<Arc<Segment>> = segs[..segs.len() - 1]

@@ -21,6 +21,9 @@
 //! - `throttle`: `log.cleaner.io.max.bytes.per.second`.
 //! - `service`: [`LogCleaner`], the `log.cleaner.threads` named threads, the
 //!   per-partition state with retry backoff, and [`CompactionStatus`].
+//! - `history`: [`CleaningRecord`], the statistics of every cleaning (Kafka
+//!   `CleanerStats`), kept per log dir in `cleaner-statistics.json`, and
+//!   [`CleanerTotals`] for the metrics.
 //! - `dry_run`: what a clean would reclaim, read-only (`strata log compact --dry-run`).
 //!
 //! # Fault injection
@@ -33,6 +36,7 @@ mod clean;
 mod config;
 mod dry_run;
 mod filter;
+mod history;
 mod offset_map;
 mod policy;
 mod producers;
@@ -58,6 +62,10 @@ pub use clean::{CleanOutcome, CleanStats, Cleaner};
 pub use config::CleanerConfig;
 pub use dry_run::{dry_run, DryRunError, DryRunReport};
 pub use filter::{filter_chunk, BatchRetention, ChunkResult, FilterContext, FilterFault};
+pub use history::{
+    parse_history, read_history, recopy_percent, statistics_path, thread_cpu_ns, write_history,
+    CleanerSettingsInForce, CleanerTotals, CleaningRecord, HistoryError, HISTORY_LIMIT,
+};
 pub use offset_map::{MapFull, OffsetMap, BYTES_PER_ENTRY, HASH_SIZE};
 pub use policy::{
     choose_filthiest, cleanable, group_segments_by_size, Cleanable, CleanerLogSnapshot,

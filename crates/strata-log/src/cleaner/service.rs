@@ -8,19 +8,27 @@
 //! `strata.log.cleaner.retry.backoff.max.ms`, and the failure is visible in
 //! [`PartitionCleanerState`].
 //!
+//! After every successful cleaning a [`CleaningRecord`] goes to the history
+//! (`history.rs`): logged as Kafka's summary at INFO (target `log_cleaner`)
+//! and written to the log dir's `cleaner-statistics.json`.
+//!
 //! # Locks
 //! `in_progress` then `states` are held together only while choosing a log
 //! (which reads segment facts, taking segment state locks after them);
-//! `threads`, `config` and `hooks` are leaf locks. None is held across a
+//! `threads`, `config`, `history` and `hooks` are leaf locks. None is held across a
 //! cleaning or a log's append lock.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::clean::{CleanOutcome, Cleaner};
+use super::history::{
+    thread_cpu_ns, CleanerSettingsInForce, CleanerTotals, CleaningRecord, History,
+};
 use super::policy::{choose_filthiest, cleanable, Cleanable, CompactionSettings};
 use super::snapshot::cleaner_snapshot;
 use super::{AbortReason, CleanerConfig, CleanerError};
@@ -117,6 +125,7 @@ struct Shared {
     in_progress: Mutex<HashSet<TopicPartition>>,
     stop: Arc<AtomicBool>,
     wake: (Mutex<bool>, Condvar),
+    history: Mutex<History>,
 }
 
 /// What the cleaner threads need from the owner of a [`LogCleaner`] (the
@@ -166,6 +175,7 @@ impl LogCleaner {
                 in_progress: Mutex::new(HashSet::new()),
                 stop: Arc::new(AtomicBool::new(false)),
                 wake: (Mutex::new(false), Condvar::new()),
+                history: Mutex::new(History::default()),
             }),
             threads: Mutex::new(Vec::new()),
         }
@@ -234,6 +244,7 @@ impl LogCleaner {
         let now = self.clock.now_ms();
         let (log, range) = self.grab_filthiest(logs, now)?;
         let tp = log.topic_partition().clone();
+        let before = Measure::start(&log, &range, worker, now);
         let r = (|| {
             if range.checkpoint_reset {
                 CleanerCheckpoints::for_partition_dir(log.fs(), &log.dir())
@@ -246,6 +257,17 @@ impl LogCleaner {
             )
         })();
         self.record(&tp, &r, !log.dir_health().is_online());
+        if let Ok(outcome) = &r {
+            let rec = before.finish(
+                &log,
+                &range,
+                worker,
+                outcome,
+                &self.config(),
+                self.clock.now_ms(),
+            );
+            self.remember(&log, rec);
+        }
         self.shared
             .in_progress
             .lock()
@@ -308,6 +330,8 @@ impl LogCleaner {
             candidates.push((cleanable(&snap, &settings, now), settings));
         }
         let i = choose_filthiest(&candidates)?;
+        self.lock_history()
+            .set_max_dirty_ratio(candidates[i].0.ratio);
         let log = picked.swap_remove(i);
         in_progress.insert(log.topic_partition().clone());
         Some((log, candidates.swap_remove(i).0))
@@ -354,6 +378,67 @@ impl LogCleaner {
         }
     }
 
+    fn lock_history(&self) -> std::sync::MutexGuard<'_, History> {
+        self.shared
+            .history
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Add `rec` to the history, log Kafka's summary and persist the log
+    /// dir's `cleaner-statistics.json` (a failed write is a WARN: the file
+    /// is advisory and the cleaning itself succeeded).
+    fn remember(&self, log: &Log, rec: CleaningRecord) {
+        tracing::info!(target: "log_cleaner", "{}", rec.summary());
+        let dir = log.dir();
+        let Some(log_dir) = dir.parent() else { return };
+        let mut h = self.lock_history();
+        h.ensure_loaded(log.fs().as_ref(), log_dir);
+        let records = h.push(log_dir, rec);
+        if let Err(e) = super::history::write_history(log.fs().as_ref(), log_dir, &records) {
+            tracing::warn!(dir = %log_dir.display(), error = %e, "cannot write the cleaner statistics");
+        }
+    }
+
+    /// Load `cleaner-statistics.json` of each of `log_dirs` (start-up). A
+    /// corrupt file is a WARN and an empty history for that dir.
+    pub fn load_history(&self, fs: &dyn crate::fs::FileSystem, log_dirs: &[&Path]) {
+        let mut h = self.lock_history();
+        for d in log_dirs {
+            h.ensure_loaded(fs, d);
+        }
+    }
+
+    /// The broker's last [`super::HISTORY_LIMIT`] cleanings, oldest first
+    /// (including those loaded from the log dirs at start-up).
+    pub fn history(&self) -> Vec<CleaningRecord> {
+        self.lock_history().records()
+    }
+
+    /// Cumulative and latest figures, for the `kafka.log:type=LogCleaner`
+    /// and `type=LogCleanerManager` metrics.
+    pub fn totals(&self) -> CleanerTotals {
+        let mut t = self.lock_history().totals();
+        t.uncleanable_partitions = self
+            .shared
+            .states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|s| s.failure.is_some())
+            .count();
+        if !self.shared.stop.load(Ordering::Acquire) {
+            t.dead_threads = self
+                .threads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|h| h.is_finished())
+                .count();
+        }
+        t
+    }
+
     /// Start `log.cleaner.threads` threads named `strata-log-cleaner-<i>`
     /// cleaning `owner`'s logs until [`Self::shutdown`]. A no-op when
     /// disabled, already started, or a worker cannot be built.
@@ -365,7 +450,7 @@ impl LogCleaner {
         }
         for i in 0..cfg.threads {
             let mut worker = match self.worker() {
-                Ok(w) => w,
+                Ok(w) => w.with_thread(i),
                 Err(e) => {
                     tracing::error!(error = %crate::ErrorChain(&e), "log cleaner not started");
                     return;
@@ -430,6 +515,104 @@ impl LogCleaner {
             let _ = h.join();
         }
     }
+}
+
+/// What is measured before a cleaning, for its [`CleaningRecord`].
+struct Measure {
+    start_ms: i64,
+    start_ns: u64,
+    cpu_ns: Option<u64>,
+    slept: Duration,
+    segments_before: usize,
+    segments_cleaned: usize,
+}
+
+impl Measure {
+    fn start(log: &Log, range: &Cleanable, worker: &Cleaner, now_ms: i64) -> Measure {
+        let segs = log.snapshot();
+        Measure {
+            start_ms: now_ms,
+            start_ns: worker_clock_ns(worker),
+            cpu_ns: thread_cpu_ns(),
+            slept: worker.throttler().total_slept(),
+            segments_before: segs.len(),
+            segments_cleaned: segs[..segs.len().saturating_sub(1)]
+                .iter()
+                .filter(|s| s.base_offset() < range.first_uncleanable_offset)
+                .count(),
+        }
+    }
+
+    fn finish(
+        self,
+        log: &Log,
+        range: &Cleanable,
+        worker: &Cleaner,
+        o: &CleanOutcome,
+        cfg: &CleanerConfig,
+        end_ms: i64,
+    ) -> CleaningRecord {
+        let tp = log.topic_partition();
+        let log_cfg = log.config();
+        let st = &o.stats;
+        let elapsed_ns = worker_clock_ns(worker).saturating_sub(self.start_ns);
+        let cpu_ms = match (self.cpu_ns, thread_cpu_ns()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a) / 1_000_000),
+            _ => None,
+        };
+        CleaningRecord {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            thread: worker.thread(),
+            start_ms: self.start_ms,
+            end_ms,
+            elapsed_ms: elapsed_ns / 1_000_000,
+            cpu_ms,
+            map_elapsed_ms: st.map_elapsed_ns / 1_000_000,
+            first_dirty_offset: o.first_dirty_offset.0,
+            end_offset: o.end_offset.0,
+            first_uncleanable_offset: o.first_uncleanable_offset.0,
+            dirty_ratio: range.ratio,
+            dirty_bytes: range.cleanable_bytes,
+            clean_bytes: range.clean_bytes,
+            compaction_delay_ms: range.compaction_delay_ms,
+            map_messages_read: st.map_messages_read,
+            map_bytes_read: st.map_bytes_read,
+            messages_read: st.messages_read,
+            bytes_read: st.bytes_read,
+            messages_written: st.messages_written,
+            bytes_written: st.bytes_written,
+            passes: st.passes,
+            groups: st.groups,
+            buffer_utilization: st.map_utilization,
+            segments_cleaned: self.segments_cleaned,
+            segments_before: self.segments_before,
+            segments_after: log.snapshot().len(),
+            size_before: o.size_before,
+            size_after: o.size_after,
+            throttle_ms: worker
+                .throttler()
+                .total_slept()
+                .saturating_sub(self.slept)
+                .as_millis() as u64,
+            config: CleanerSettingsInForce {
+                threads: cfg.threads,
+                io_max_bytes_per_second: Some(cfg.io_max_bytes_per_second)
+                    .filter(|r| r.is_finite() && *r > 0.0),
+                dedupe_buffer_size: cfg.dedupe_buffer_size,
+                io_buffer_load_factor: cfg.io_buffer_load_factor,
+                map_capacity: worker.map_capacity() as u64,
+                min_cleanable_dirty_ratio: log_cfg.min_cleanable_dirty_ratio,
+                segment_bytes: i64::from(log_cfg.segment_bytes),
+                available_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            },
+        }
+    }
+}
+
+/// The worker's monotonic clock (the injected clock, so tests are exact).
+fn worker_clock_ns(worker: &Cleaner) -> u64 {
+    worker.clock_ns()
 }
 
 #[cfg(test)]

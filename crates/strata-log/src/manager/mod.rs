@@ -368,6 +368,13 @@ impl LogManager {
             retention: RetentionSchedule::new(now),
             moves: Default::default(),
         });
+        let online: Vec<&Path> = mgr
+            .dirs
+            .iter()
+            .filter(|d| d.health.is_online())
+            .map(|d| d.path.as_path())
+            .collect();
+        mgr.cleaner.load_history(mgr.config.fs.as_ref(), &online);
         mgr.adopt_future_logs(futures, &live_on_disk);
         Ok(mgr)
     }

@@ -10,6 +10,7 @@ mod common;
 
 mod clean_tail;
 mod cleaner;
+mod cleaner_history;
 mod cleaner_kafka;
 mod cleaner_producers;
 mod cleaner_service;
