@@ -39,6 +39,7 @@ pub(crate) async fn dispatch(
     frame: Bytes,
     session: &Arc<Session>,
 ) -> Result<Option<Response>, DispatchError> {
+    let started = std::time::Instant::now();
     let (api, version, header, buf) = match decode_header(frame)? {
         Header::Decoded {
             api,
@@ -60,7 +61,14 @@ pub(crate) async fn dispatch(
         peer: session.peer,
         session: session.clone(),
     };
-    apis::handle(ctx, buf).await
+    let answer = apis::handle(ctx, buf).await;
+    if answer.is_ok() {
+        broker
+            .metrics
+            .requests
+            .record(api, version, started.elapsed());
+    }
+    answer
 }
 
 /// A request frame after its header.
