@@ -149,7 +149,9 @@ def test_cleaner_metrics_appear_after_a_compacted_topic_is_cleaned(broker_factor
         "cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.01"})
     before = scrape(port)
     assert value(before, "strata_log_cleaner_cleanings_total") == 0
-    produce(b.bootstrap, topic, 2000, "v", key_space=10)
+    # One flush per round: separate batches, so the 2 KiB segments roll.
+    for r in range(20):
+        produce(b.bootstrap, topic, 100, f"v{r}", key_space=10)
 
     s = wait_until(lambda: (lambda s: s if value(s, "strata_log_cleaner_cleanings_total") >= 1 else None)(scrape(port)),
                    60, "a cleaning of the compacted topic")

@@ -164,7 +164,10 @@ pub(crate) async fn handle(
                 .iter()
                 .flat_map(|t| t.partition_responses.iter())
             {
-                ctx.broker.metrics.requests.error(ApiKey::Produce, p.error_code);
+                ctx.broker
+                    .metrics
+                    .requests
+                    .error(ApiKey::Produce, p.error_code);
             }
             let throttle = quotas::record_produce(&ctx, size);
             outcome.response.throttle_time_ms = throttle_ms(throttle);

@@ -511,9 +511,9 @@ impl GroupCoordinator {
             .groups
             .values()
             .flat_map(|g| {
-                g.offsets
-                    .iter()
-                    .map(|((topic, partition), c)| (g.id.clone(), topic.clone(), *partition, c.offset))
+                g.offsets.iter().map(|((topic, partition), c)| {
+                    (g.id.clone(), topic.clone(), *partition, c.offset)
+                })
             })
             .collect()
     }

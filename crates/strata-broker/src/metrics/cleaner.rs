@@ -105,9 +105,22 @@ mod tests {
             ..CleanerTotals::default()
         };
         let f = families(&t);
-        let get = |n: &str| f.iter().find(|f| f.name == n).map(|f| f.samples[0].value.clone());
-        assert_eq!(get("kafka_log_logcleaner_max_buffer_utilization_percent"), Some(Value::Float(25.0)));
-        assert_eq!(get("kafka_log_logcleaner_max_clean_time_secs"), Some(Value::Float(1.5)));
-        assert_eq!(get("strata_log_cleaner_cpu_seconds"), Some(Value::CounterFloat(0.25)));
+        let get = |n: &str| {
+            f.iter()
+                .find(|f| f.name == n)
+                .map(|f| f.samples[0].value.clone())
+        };
+        assert_eq!(
+            get("kafka_log_logcleaner_max_buffer_utilization_percent"),
+            Some(Value::Float(25.0))
+        );
+        assert_eq!(
+            get("kafka_log_logcleaner_max_clean_time_secs"),
+            Some(Value::Float(1.5))
+        );
+        assert_eq!(
+            get("strata_log_cleaner_cpu_seconds"),
+            Some(Value::CounterFloat(0.25))
+        );
     }
 }

@@ -119,8 +119,20 @@ mod tests {
     #[test]
     fn lag_is_the_high_watermark_minus_the_commit_never_negative() {
         let parts: BTreeMap<_, _> = [
-            (("t".to_string(), 0), PartitionOffsets { earliest: 0, latest: 110 }),
-            (("t".to_string(), 1), PartitionOffsets { earliest: 5, latest: 7 }),
+            (
+                ("t".to_string(), 0),
+                PartitionOffsets {
+                    earliest: 0,
+                    latest: 110,
+                },
+            ),
+            (
+                ("t".to_string(), 1),
+                PartitionOffsets {
+                    earliest: 5,
+                    latest: 7,
+                },
+            ),
         ]
         .into();
         let committed = vec![
@@ -129,7 +141,11 @@ mod tests {
             ("g".to_string(), "elsewhere".to_string(), 0, 1),
         ];
         let l = lag(&committed, &parts);
-        assert_eq!(l.len(), 2, "a partition without a local log has no lag here");
+        assert_eq!(
+            l.len(),
+            2,
+            "a partition without a local log has no lag here"
+        );
         assert_eq!(l[0].lag, 10);
         assert_eq!(l[1].lag, 0);
         let f = families(&l, &parts);

@@ -61,7 +61,10 @@ pub(crate) fn families(logs: &[LogFacts]) -> Vec<Family> {
             let mut f = Family::new(name, help, Kind::Gauge);
             for l in logs {
                 f.push(
-                    vec![("topic", l.topic.clone()), ("partition", l.partition.to_string())],
+                    vec![
+                        ("topic", l.topic.clone()),
+                        ("partition", l.partition.to_string()),
+                    ],
                     Value::Int(get(l)),
                 );
             }

@@ -101,16 +101,20 @@ pub(crate) fn families(broker: &Broker) -> Vec<Family> {
 
 /// One fact per partition: the cluster's view in cluster mode, the local
 /// logs (and partitions refused at start) on a single node.
-fn partition_facts(broker: &Broker, logs: &[std::sync::Arc<strata_log::Log>]) -> Vec<replica::PartitionFacts> {
+fn partition_facts(
+    broker: &Broker,
+    logs: &[std::sync::Arc<strata_log::Log>],
+) -> Vec<replica::PartitionFacts> {
     let me = broker.config.node_id;
-    let local: BTreeMap<&TopicPartition, &strata_log::Log> =
-        logs.iter().map(|l| (l.topic_partition(), l.as_ref())).collect();
+    let local: BTreeMap<&TopicPartition, &strata_log::Log> = logs
+        .iter()
+        .map(|l| (l.topic_partition(), l.as_ref()))
+        .collect();
     let offline_here = |tp: &TopicPartition| {
-        broker.refused.contains_key(tp) || local.get(tp).is_some_and(|l| !l.dir_health().is_online())
+        broker.refused.contains_key(tp)
+            || local.get(tp).is_some_and(|l| !l.dir_health().is_online())
     };
-    let min_isr = |tp: &TopicPartition| {
-        local.get(tp).map_or(1, |l| l.config().min_insync_replicas)
-    };
+    let min_isr = |tp: &TopicPartition| local.get(tp).map_or(1, |l| l.config().min_insync_replicas);
     match &broker.cluster {
         Some(cluster) => cluster
             .applied()
@@ -192,8 +196,11 @@ fn copy_lag(
         if !rlm.is_tiered(tp) {
             continue;
         }
-        let segments: Vec<remote::SegmentExtent> =
-            l.segments().iter().map(|s| (s.next_offset.0, s.size)).collect();
+        let segments: Vec<remote::SegmentExtent> = l
+            .segments()
+            .iter()
+            .map(|s| (s.next_offset.0, s.size))
+            .collect();
         let bound = l.high_watermark().0.min(l.last_stable_offset().0);
         let highest = rlm.highest_offset_in_remote_storage(tp).map(|o| o.0);
         let (b, s) = remote::copy_lag(&segments, highest, bound);

@@ -141,7 +141,11 @@ mod tests {
     #[test]
     fn this_process_has_cpu_memory_and_fds() {
         let names: Vec<_> = families().iter().map(|f| f.name).collect();
-        for n in ["process_cpu_seconds", "process_resident_memory_bytes", "process_open_fds"] {
+        for n in [
+            "process_cpu_seconds",
+            "process_resident_memory_bytes",
+            "process_open_fds",
+        ] {
             assert!(names.contains(&n), "{n} missing from {names:?}");
         }
     }

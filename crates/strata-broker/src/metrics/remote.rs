@@ -39,14 +39,54 @@ pub(crate) fn families(m: &TieredMetrics, lag: &BTreeMap<String, (u64, u64)>) ->
     for (kafka_name, value) in m.snapshot() {
         // RemoteFetchBytes/Errors come per topic from the fetch path.
         let (name, help, kind, value) = match kafka_name {
-            "RemoteCopyBytesPerSec" => ("kafka_server_brokertopicmetrics_remotecopybytes", "Bytes copied to the remote tier (Kafka RemoteCopyBytesPerSec).", Kind::Counter, Value::Counter(value)),
-            "RemoteCopyRequestsPerSec" => ("kafka_server_brokertopicmetrics_remotecopyrequests", "Segment copies to the remote tier (Kafka RemoteCopyRequestsPerSec).", Kind::Counter, Value::Counter(value)),
-            "RemoteCopyErrorsPerSec" => ("kafka_server_brokertopicmetrics_remotecopyerrors", "Segment copies that failed (Kafka RemoteCopyErrorsPerSec).", Kind::Counter, Value::Counter(value)),
-            "RemoteFetchRequestsPerSec" => ("kafka_server_brokertopicmetrics_remotefetchrequests", "Reads from the remote tier (Kafka RemoteFetchRequestsPerSec).", Kind::Counter, Value::Counter(value)),
-            "RemoteDeleteRequestsPerSec" => ("kafka_server_brokertopicmetrics_remotedeleterequests", "Remote segment deletions (Kafka RemoteDeleteRequestsPerSec).", Kind::Counter, Value::Counter(value)),
-            "RemoteDeleteErrorsPerSec" => ("kafka_server_brokertopicmetrics_remotedeleteerrors", "Remote segment deletions that failed (Kafka RemoteDeleteErrorsPerSec).", Kind::Counter, Value::Counter(value)),
-            "RemoteLogMetadataCount" => ("kafka_server_brokertopicmetrics_remotelogmetadatacount", "Remote segments not yet deleted (Kafka RemoteLogMetadataCount).", Kind::Gauge, Value::Int(i64::try_from(value).unwrap_or(i64::MAX))),
-            "RemoteLogSizeBytes" => ("kafka_server_brokertopicmetrics_remotelogsizebytes", "Bytes of those remote segments (Kafka RemoteLogSizeBytes).", Kind::Gauge, Value::Int(i64::try_from(value).unwrap_or(i64::MAX))),
+            "RemoteCopyBytesPerSec" => (
+                "kafka_server_brokertopicmetrics_remotecopybytes",
+                "Bytes copied to the remote tier (Kafka RemoteCopyBytesPerSec).",
+                Kind::Counter,
+                Value::Counter(value),
+            ),
+            "RemoteCopyRequestsPerSec" => (
+                "kafka_server_brokertopicmetrics_remotecopyrequests",
+                "Segment copies to the remote tier (Kafka RemoteCopyRequestsPerSec).",
+                Kind::Counter,
+                Value::Counter(value),
+            ),
+            "RemoteCopyErrorsPerSec" => (
+                "kafka_server_brokertopicmetrics_remotecopyerrors",
+                "Segment copies that failed (Kafka RemoteCopyErrorsPerSec).",
+                Kind::Counter,
+                Value::Counter(value),
+            ),
+            "RemoteFetchRequestsPerSec" => (
+                "kafka_server_brokertopicmetrics_remotefetchrequests",
+                "Reads from the remote tier (Kafka RemoteFetchRequestsPerSec).",
+                Kind::Counter,
+                Value::Counter(value),
+            ),
+            "RemoteDeleteRequestsPerSec" => (
+                "kafka_server_brokertopicmetrics_remotedeleterequests",
+                "Remote segment deletions (Kafka RemoteDeleteRequestsPerSec).",
+                Kind::Counter,
+                Value::Counter(value),
+            ),
+            "RemoteDeleteErrorsPerSec" => (
+                "kafka_server_brokertopicmetrics_remotedeleteerrors",
+                "Remote segment deletions that failed (Kafka RemoteDeleteErrorsPerSec).",
+                Kind::Counter,
+                Value::Counter(value),
+            ),
+            "RemoteLogMetadataCount" => (
+                "kafka_server_brokertopicmetrics_remotelogmetadatacount",
+                "Remote segments not yet deleted (Kafka RemoteLogMetadataCount).",
+                Kind::Gauge,
+                Value::Int(i64::try_from(value).unwrap_or(i64::MAX)),
+            ),
+            "RemoteLogSizeBytes" => (
+                "kafka_server_brokertopicmetrics_remotelogsizebytes",
+                "Bytes of those remote segments (Kafka RemoteLogSizeBytes).",
+                Kind::Gauge,
+                Value::Int(i64::try_from(value).unwrap_or(i64::MAX)),
+            ),
             _ => continue,
         };
         let mut f = Family::new(name, help, kind);
@@ -63,7 +103,9 @@ pub(crate) fn families(m: &TieredMetrics, lag: &BTreeMap<String, (u64, u64)>) ->
         "Closed local segments not yet copied to the remote tier (Kafka RemoteCopyLagSegments).",
         Kind::Gauge,
     );
-    let (all_b, all_s) = lag.values().fold((0u64, 0u64), |(b, s), (lb, ls)| (b + lb, s + ls));
+    let (all_b, all_s) = lag
+        .values()
+        .fold((0u64, 0u64), |(b, s), (lb, ls)| (b + lb, s + ls));
     let int = |v: u64| Value::Int(i64::try_from(v).unwrap_or(i64::MAX));
     bytes.push(Labels::new(), int(all_b));
     segments.push(Labels::new(), int(all_s));

@@ -58,7 +58,9 @@ pub(crate) fn counts(parts: &[PartitionFacts], active_controller: bool) -> Repli
             if p.isr < p.replicas {
                 c.under_replicated += 1;
             }
-            let min = usize::try_from(p.min_isr.max(1)).unwrap_or(1).min(p.replicas.max(1));
+            let min = usize::try_from(p.min_isr.max(1))
+                .unwrap_or(1)
+                .min(p.replicas.max(1));
             if p.isr < min {
                 c.under_min_isr += 1;
             }
@@ -138,7 +140,11 @@ mod tests {
             PartitionFacts { isr: 2, ..LED },
             PartitionFacts { isr: 1, ..LED },
             // A follower's view of an under-replicated partition.
-            PartitionFacts { leader_here: false, isr: 1, ..LED },
+            PartitionFacts {
+                leader_here: false,
+                isr: 1,
+                ..LED
+            },
         ];
         let c = counts(&parts, false);
         assert_eq!(c.partitions, 4);
@@ -151,8 +157,19 @@ mod tests {
     #[test]
     fn offline_partitions_are_the_controllers_to_report() {
         let parts = [
-            PartitionFacts { hosted: true, leader_here: false, has_leader: false, offline_here: true, ..LED },
-            PartitionFacts { hosted: false, leader_here: false, has_leader: false, ..LED },
+            PartitionFacts {
+                hosted: true,
+                leader_here: false,
+                has_leader: false,
+                offline_here: true,
+                ..LED
+            },
+            PartitionFacts {
+                hosted: false,
+                leader_here: false,
+                has_leader: false,
+                ..LED
+            },
         ];
         assert_eq!(counts(&parts, false).offline_partitions, 0);
         let c = counts(&parts, true);
@@ -163,7 +180,12 @@ mod tests {
 
     #[test]
     fn min_isr_above_the_replicas_is_capped() {
-        let single = PartitionFacts { replicas: 1, isr: 1, min_isr: 2, ..LED };
+        let single = PartitionFacts {
+            replicas: 1,
+            isr: 1,
+            min_isr: 2,
+            ..LED
+        };
         assert_eq!(counts(&[single], true).under_min_isr, 0);
     }
 }

@@ -133,9 +133,7 @@ impl RequestMetrics {
     /// One request of `api` at `version` was answered after `elapsed`.
     pub(crate) fn record(&self, api: ApiKey, version: i16, elapsed: Duration) {
         let Some(a) = Self::api_slot(api) else { return };
-        let v = usize::try_from(version)
-            .unwrap_or(0)
-            .min(VERSION_SLOTS - 1);
+        let v = usize::try_from(version).unwrap_or(0).min(VERSION_SLOTS - 1);
         self.requests[a * VERSION_SLOTS + v].fetch_add(1, Ordering::Relaxed);
         self.total_time[a].observe(elapsed);
     }
@@ -259,7 +257,10 @@ mod tests {
         assert_eq!(produce9, Some(Value::Counter(2)));
         assert_eq!(f[1].samples.len(), 2);
         let Some(Value::Histogram {
-            count, buckets, sum, ..
+            count,
+            buckets,
+            sum,
+            ..
         }) = f[2].samples.first().map(|s| s.value.clone())
         else {
             panic!("no histogram for Produce");

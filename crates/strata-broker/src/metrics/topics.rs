@@ -96,7 +96,10 @@ pub(crate) struct TopicMetrics {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Appended {
     /// Appended `bytes` of batches holding `records` records.
-    Ok { bytes: u64, records: u64 },
+    Ok {
+        bytes: u64,
+        records: u64,
+    },
     Failed,
 }
 
@@ -207,7 +210,10 @@ mod tests {
     use super::*;
 
     fn value(f: &[Family], name: &str, topic: Option<&str>) -> Option<Value> {
-        let labels: Labels = topic.map(|t| ("topic", t.to_string())).into_iter().collect();
+        let labels: Labels = topic
+            .map(|t| ("topic", t.to_string()))
+            .into_iter()
+            .collect();
         f.iter()
             .find(|f| f.name == name)?
             .samples
@@ -221,8 +227,20 @@ mod tests {
         let m = TopicMetrics::default();
         let a = m.topic("a");
         let b = m.topic("b");
-        m.produced(&a, Appended::Ok { bytes: 100, records: 3 });
-        m.produced(&b, Appended::Ok { bytes: 50, records: 1 });
+        m.produced(
+            &a,
+            Appended::Ok {
+                bytes: 100,
+                records: 3,
+            },
+        );
+        m.produced(
+            &b,
+            Appended::Ok {
+                bytes: 50,
+                records: 1,
+            },
+        );
         m.produced(&b, Appended::Failed);
         let fetch = Fetched {
             bytes: 70,
@@ -231,7 +249,13 @@ mod tests {
             follower: false,
         };
         m.fetched(&a, fetch);
-        m.fetched(&a, Fetched { follower: true, ..fetch });
+        m.fetched(
+            &a,
+            Fetched {
+                follower: true,
+                ..fetch
+            },
+        );
         let f = m.families();
         let bytes_in = "kafka_server_brokertopicmetrics_bytesin";
         assert_eq!(value(&f, bytes_in, None), Some(Value::Counter(150)));
@@ -239,7 +263,11 @@ mod tests {
         let failed = "kafka_server_brokertopicmetrics_failedproducerequests";
         assert_eq!(value(&f, failed, Some("b")), Some(Value::Counter(1)));
         let out = "kafka_server_brokertopicmetrics_bytesout";
-        assert_eq!(value(&f, out, Some("a")), Some(Value::Counter(70)), "follower bytes are not BytesOut");
+        assert_eq!(
+            value(&f, out, Some("a")),
+            Some(Value::Counter(70)),
+            "follower bytes are not BytesOut"
+        );
         let total_fetch = "kafka_server_brokertopicmetrics_totalfetchrequests";
         assert_eq!(value(&f, total_fetch, None), Some(Value::Counter(2)));
     }

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::FetchResponse;
 
-use crate::common::{batch, create_topic, fetch_request, http_get, produce, start, topic_id, Client};
+use crate::common::{
+    batch, create_topic, fetch_request, http_get, produce, start, topic_id, Client,
+};
 
 /// Sample lines of an OpenMetrics text: `name{labels}` → value. Labels are
 /// kept in their order of appearance; comments are skipped.
@@ -28,8 +30,12 @@ async fn scrape(addr: std::net::SocketAddr) -> BTreeMap<String, f64> {
 }
 
 fn get(m: &BTreeMap<String, f64>, series: &str) -> f64 {
-    *m.get(series)
-        .unwrap_or_else(|| panic!("{series} not exported; have {:#?}", m.keys().collect::<Vec<_>>()))
+    *m.get(series).unwrap_or_else(|| {
+        panic!(
+            "{series} not exported; have {:#?}",
+            m.keys().collect::<Vec<_>>()
+        )
+    })
 }
 
 #[tokio::test]
@@ -62,40 +68,128 @@ async fn counters_and_gauges_match_the_traffic() {
 
     let after = scrape(addr).await;
     let t = r#"{topic="m"}"#;
-    assert_eq!(get(&after, &format!("kafka_server_brokertopicmetrics_bytesin_total{t}")), produced as f64);
-    assert_eq!(get(&after, "kafka_server_brokertopicmetrics_bytesin_total"), produced as f64);
-    assert_eq!(get(&after, &format!("kafka_server_brokertopicmetrics_messagesin_total{t}")), 15.0);
-    assert_eq!(get(&after, &format!("kafka_server_brokertopicmetrics_bytesout_total{t}")), fetched as f64);
-    assert_eq!(get(&after, &format!("kafka_server_brokertopicmetrics_totalproducerequests_total{t}")), 3.0);
-    assert_eq!(get(&after, &format!("kafka_server_brokertopicmetrics_totalfetchrequests_total{t}")), 1.0);
+    assert_eq!(
+        get(
+            &after,
+            &format!("kafka_server_brokertopicmetrics_bytesin_total{t}")
+        ),
+        produced as f64
+    );
+    assert_eq!(
+        get(&after, "kafka_server_brokertopicmetrics_bytesin_total"),
+        produced as f64
+    );
+    assert_eq!(
+        get(
+            &after,
+            &format!("kafka_server_brokertopicmetrics_messagesin_total{t}")
+        ),
+        15.0
+    );
+    assert_eq!(
+        get(
+            &after,
+            &format!("kafka_server_brokertopicmetrics_bytesout_total{t}")
+        ),
+        fetched as f64
+    );
+    assert_eq!(
+        get(
+            &after,
+            &format!("kafka_server_brokertopicmetrics_totalproducerequests_total{t}")
+        ),
+        3.0
+    );
+    assert_eq!(
+        get(
+            &after,
+            &format!("kafka_server_brokertopicmetrics_totalfetchrequests_total{t}")
+        ),
+        1.0
+    );
 
     let produce9 = r#"kafka_network_requestmetrics_requests_total{request="Produce",version="9"}"#;
     assert_eq!(get(&after, produce9), 4.0);
     assert_eq!(
-        get(&after, r#"kafka_network_requestmetrics_requests_total{request="Fetch",version="12"}"#),
+        get(
+            &after,
+            r#"kafka_network_requestmetrics_requests_total{request="Fetch",version="12"}"#
+        ),
         1.0
     );
     let hist = r#"kafka_network_requestmetrics_totaltimems_count{request="Produce"}"#;
-    assert_eq!(get(&after, hist) - before.get(hist).copied().unwrap_or(0.0), 4.0);
-    assert_eq!(get(&after, r#"kafka_network_requestmetrics_totaltimems_bucket{le="+Inf",request="Produce"}"#), 4.0);
-    assert!(get(&after, r#"kafka_network_requestmetrics_totaltimems_sum{request="Produce"}"#) > 0.0);
     assert_eq!(
-        get(&after, r#"kafka_network_requestmetrics_errors_total{request="Produce",error="UNKNOWN_TOPIC_OR_PARTITION"}"#),
+        get(&after, hist) - before.get(hist).copied().unwrap_or(0.0),
+        4.0
+    );
+    assert_eq!(
+        get(
+            &after,
+            r#"kafka_network_requestmetrics_totaltimems_bucket{le="+Inf",request="Produce"}"#
+        ),
+        4.0
+    );
+    assert!(
+        get(
+            &after,
+            r#"kafka_network_requestmetrics_totaltimems_sum{request="Produce"}"#
+        ) > 0.0
+    );
+    assert_eq!(
+        get(
+            &after,
+            r#"kafka_network_requestmetrics_errors_total{request="Produce",error="UNKNOWN_TOPIC_OR_PARTITION"}"#
+        ),
         1.0
     );
-    assert_eq!(get(&after, r#"kafka_network_requestmetrics_errors_total{request="Produce",error="NONE"}"#), 3.0);
+    assert_eq!(
+        get(
+            &after,
+            r#"kafka_network_requestmetrics_errors_total{request="Produce",error="NONE"}"#
+        ),
+        3.0
+    );
 
     let p = r#"{topic="m",partition="0"}"#;
     assert_eq!(get(&after, &format!("kafka_log_log_logendoffset{p}")), 15.0);
-    assert_eq!(get(&after, &format!("kafka_log_log_logstartoffset{p}")), 0.0);
-    assert_eq!(get(&after, &format!("kafka_log_log_size{p}")), produced as f64);
-    assert_eq!(get(&after, &format!("kafka_log_log_numlogsegments{p}")), 1.0);
-    assert_eq!(get(&after, &format!("kafka_partition_latest_offset{p}")), 15.0);
+    assert_eq!(
+        get(&after, &format!("kafka_log_log_logstartoffset{p}")),
+        0.0
+    );
+    assert_eq!(
+        get(&after, &format!("kafka_log_log_size{p}")),
+        produced as f64
+    );
+    assert_eq!(
+        get(&after, &format!("kafka_log_log_numlogsegments{p}")),
+        1.0
+    );
+    assert_eq!(
+        get(&after, &format!("kafka_partition_latest_offset{p}")),
+        15.0
+    );
 
-    assert_eq!(get(&after, "kafka_controller_kafkacontroller_activecontrollercount"), 1.0);
-    assert_eq!(get(&after, "kafka_server_replicamanager_underreplicatedpartitions"), 0.0);
+    assert_eq!(
+        get(
+            &after,
+            "kafka_controller_kafkacontroller_activecontrollercount"
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &after,
+            "kafka_server_replicamanager_underreplicatedpartitions"
+        ),
+        0.0
+    );
     assert!(get(&after, "kafka_server_replicamanager_partitioncount") >= 1.0);
-    assert!(get(&after, r#"kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT"}"#) >= 1.0);
+    assert!(
+        get(
+            &after,
+            r#"kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT"}"#
+        ) >= 1.0
+    );
     assert!(get(&after, "process_open_fds") > 0.0);
     assert!(after.contains_key("kafka_log_logcleanermanager_uncleanable_partitions_count"));
     broker.shutdown().await.unwrap();

@@ -241,7 +241,12 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         }
     };
     for (w, outcome) in wanted.iter().zip(outcomes) {
-        count_fetched(broker, &topics[w.topic_idx].name, &outcome, follower.is_some());
+        count_fetched(
+            broker,
+            &topics[w.topic_idx].name,
+            &outcome,
+            follower.is_some(),
+        );
         topics[w.topic_idx]
             .partitions
             .push(partition_data(w.partition, outcome, read_committed));
@@ -268,7 +273,8 @@ fn count_fetched(broker: &Broker, topic: &str, outcome: &Outcome, follower: bool
         Outcome::Diverging(..) | Outcome::Preferred(..) => (0, NONE, false),
     };
     let m = &broker.metrics;
-    m.requests.error(kafka_protocol::messages::ApiKey::Fetch, code);
+    m.requests
+        .error(kafka_protocol::messages::ApiKey::Fetch, code);
     m.topics.fetched(
         &m.topics.topic(topic),
         crate::metrics::Fetched {
