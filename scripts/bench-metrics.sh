@@ -70,7 +70,8 @@ payload = os.urandom(SIZE)
 
 def run(bootstrap):
     topic = f"bench-{uuid.uuid4().hex[:8]}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic exists
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 262144,
                   "queue.buffering.max.messages": 1000000})
     t = time.perf_counter()
