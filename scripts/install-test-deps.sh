@@ -60,6 +60,10 @@ install_debian_packages() {
   if ! command -v chromedriver >/dev/null 2>&1; then
     want+=(chromium-driver)
   fi
+  # tests/clients/test_prometheus.py scrapes the broker with a real Prometheus server.
+  if ! command -v prometheus >/dev/null 2>&1; then
+    want+=(prometheus)
+  fi
   # protoc: the build needs it too (scripts/lib/apt.sh names the packages).
   mapfile -t -O "${#want[@]}" want < <(missing_build_packages)
   if [ "${#want[@]}" -eq 0 ]; then

@@ -166,6 +166,7 @@ pub(crate) async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let peer = socket.peer_addr().ok();
+    let _open = broker.metrics.network.opened(&runtime.listener.name);
     if let Err(error) = socket.set_nodelay(true) {
         tracing::debug!(?peer, %error, "cannot set TCP_NODELAY");
     }

@@ -40,6 +40,7 @@ pub(crate) async fn dispatch(
     frame: Bytes,
     session: &Arc<Session>,
 ) -> Result<Option<Response>, DispatchError> {
+    let started = std::time::Instant::now();
     let (api, version, header, buf) = match decode_header(frame)? {
         Header::Decoded {
             api,
@@ -61,14 +62,17 @@ pub(crate) async fn dispatch(
         peer: session.peer,
         session: session.clone(),
     };
-    let started = std::time::Instant::now();
     let line = RequestLine::of(&ctx);
     let result = apis::handle(ctx, buf).await;
+    let elapsed = started.elapsed();
+    if result.is_ok() {
+        broker.metrics.requests.record(api, version, elapsed);
+    }
     if let Some(line) = line {
         let bytes = result
             .as_ref()
             .map_or(0, |r| r.as_ref().map_or(0, Response::len));
-        line.completed(started.elapsed(), bytes, result.is_err());
+        line.completed(elapsed, bytes, result.is_err());
     }
     result
 }

@@ -158,6 +158,17 @@ pub(crate) async fn handle(
         ApiKey::Produce => {
             let size = body.len();
             let mut outcome = produce::handle(&ctx, decode(&ctx, body)?).await;
+            for p in outcome
+                .response
+                .responses
+                .iter()
+                .flat_map(|t| t.partition_responses.iter())
+            {
+                ctx.broker
+                    .metrics
+                    .requests
+                    .error(ApiKey::Produce, p.error_code);
+            }
             let throttle = quotas::record_produce(&ctx, size);
             outcome.response.throttle_time_ms = throttle_ms(throttle);
             if outcome.acks != 0 {

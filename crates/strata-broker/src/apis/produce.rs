@@ -369,6 +369,24 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
             }
             Ok(info)
         });
+        let counters = broker
+            .metrics
+            .topics
+            .topic(&job.log.topic_partition().topic);
+        broker.metrics.topics.produced(
+            &counters,
+            match &result {
+                Ok(info) => crate::metrics::Appended::Ok {
+                    bytes: job.records.len() as u64,
+                    records: if info.duplicate {
+                        0
+                    } else {
+                        u64::try_from(info.records_count).unwrap_or(0)
+                    },
+                },
+                Err(_) => crate::metrics::Appended::Failed,
+            },
+        );
         if result.is_ok() {
             Stats::add(
                 &broker.stats.produced_batches_bytes,

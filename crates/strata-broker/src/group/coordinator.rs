@@ -517,6 +517,22 @@ impl GroupCoordinator {
         out
     }
 
+    /// Every committed offset this coordinator holds: (group, topic,
+    /// partition, offset). For the lag metrics; copies under the state
+    /// lock, without waiting for loading.
+    pub(crate) fn committed_offsets(&self) -> Vec<(String, String, i32, i64)> {
+        let st = self.lock();
+        st.manager
+            .groups
+            .values()
+            .flat_map(|g| {
+                g.offsets.iter().map(|((topic, partition), c)| {
+                    (g.id.clone(), topic.clone(), *partition, c.offset)
+                })
+            })
+            .collect()
+    }
+
     /// Stop serving: parked requests are answered NOT_COORDINATOR.
     pub(crate) fn shutdown(&self) {
         let mut st = self.lock();

@@ -26,6 +26,7 @@ mod io_faults;
 mod leadership;
 mod list_offsets;
 mod metadata;
+mod metrics;
 mod offline_dir;
 mod offsets_compaction;
 mod produce_errors;

@@ -241,6 +241,12 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         }
     };
     for (w, outcome) in wanted.iter().zip(outcomes) {
+        count_fetched(
+            broker,
+            &topics[w.topic_idx].name,
+            &outcome,
+            follower.is_some(),
+        );
         topics[w.topic_idx]
             .partitions
             .push(partition_data(w.partition, outcome, read_committed));
@@ -255,6 +261,29 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
             topics,
         },
     )
+}
+
+/// Count one partition's answer in the BrokerTopicMetrics and the Fetch
+/// error counts.
+fn count_fetched(broker: &Broker, topic: &str, outcome: &Outcome, follower: bool) {
+    let (bytes, code, remote) = match outcome {
+        Outcome::Data(d, ..) => (d.total_len(), NONE, false),
+        Outcome::Remote(r, ..) => (r.len() as u64, NONE, true),
+        Outcome::Error(e, _) => (0, e.code(), false),
+        Outcome::Diverging(..) | Outcome::Preferred(..) => (0, NONE, false),
+    };
+    let m = &broker.metrics;
+    m.requests
+        .error(kafka_protocol::messages::ApiKey::Fetch, code);
+    m.topics.fetched(
+        &m.topics.topic(topic),
+        crate::metrics::Fetched {
+            bytes,
+            failed: code != NONE,
+            remote,
+            follower,
+        },
+    );
 }
 
 fn resolve(
@@ -452,7 +481,12 @@ fn read_all(
                         let aborted = aborted.map(|list| aborted_entries(&list));
                         Outcome::Remote(records, log, start, aborted)
                     }
-                    Some(Err(error)) => Outcome::Error(error.kind(), Some(log)),
+                    Some(Err(error)) => {
+                        b.metrics
+                            .topics
+                            .remote_fetch_failed(&log.topic_partition().topic);
+                        Outcome::Error(error.kind(), Some(log))
+                    }
                     None => Outcome::Error(ApiError::Log(e).kind(), Some(log)),
                 },
             }
