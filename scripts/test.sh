@@ -3,7 +3,7 @@
 #   1. install test dependencies (scripts/install-test-deps.sh; fast when already there)
 #   2. cargo fmt --check, then no import loop between the top-level modules of the
 #      engine, tiered and broker crates (scripts/check-import-loops.py)
-#   3. cargo clippy on every target, warnings denied
+#   3. cargo clippy on every target, warnings denied (release profile, shared with step 4)
 #   4. one optimized build of the workspace with debug assertions and overflow checks on,
 #      shared by the Rust tests and the broker binary the client tests start
 #   5. cargo test on the workspace (the fuzz crate and bench/rawfetch are separate workspaces)
@@ -58,7 +58,9 @@ step deps scripts/install-test-deps.sh
 step fmt cargo fmt --all -- --check
 step import-loops python3 scripts/check-import-loops.py crates/strata-log crates/strata-tiered \
   crates/strata-broker crates/strata-security
-step clippy cargo clippy --workspace --all-targets -- -D warnings
+# Clippy in the release profile: its build scripts and proc macros (aws-lc's and zstd's C
+# builds among them) are then the same artifacts the build step uses, not a second debug set.
+step clippy cargo clippy --workspace --all-targets --release -- -D warnings
 step build cargo build --workspace --release --bins
 step rust-tests cargo test --workspace --release
 # The fuzz smoke (its own instrumented build, CPU-bound) runs beside the client tests (mostly
