@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 # A fixed CreateTime in the past (2024-01-01T00:00:00Z) keeps timestamps deterministic and
@@ -85,14 +85,17 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[st
 
 def consume_confluent(
     bootstrap: str, topic: str, count: int, partition: int = 0, start_offset: int = 0,
-    timeout_s: float = CONSUME_TIMEOUT_S, extra: dict | None = None,
+    timeout_s: float = CONSUME_TIMEOUT_S, extra: dict | None = None, to_end: bool = False,
 ) -> list[Record]:
-    """Reads `count` records with librdkafka from a manually assigned partition."""
+    """Reads `count` records with librdkafka from a manually assigned partition. With `to_end`,
+    stops early at the partition's end (the high watermark, or the last stable offset under
+    read_committed): "everything there is, and no more than `count`" without waiting out the
+    timeout for a record that should not exist."""
     conf = {
         "bootstrap.servers": bootstrap,
         "group.id": f"strata-test-{topic}",
         "enable.auto.commit": False,
-        "enable.partition.eof": False,
+        "enable.partition.eof": to_end,
         **(extra or {}),
     }
     consumer = Consumer(conf)
@@ -100,9 +103,13 @@ def consume_confluent(
         consumer.assign([TopicPartition(topic, partition, start_offset)])
         out: list[Record] = []
         deadline = time.monotonic() + timeout_s
-        while len(out) < count and time.monotonic() < deadline:
+        at_end = False
+        while len(out) < count and not at_end and time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=min(1000, count - len(out)), timeout=0.5):
                 if msg.error():
+                    if to_end and msg.error().code() == KafkaError._PARTITION_EOF:
+                        at_end = True
+                        break
                     raise KafkaException(msg.error())
                 _, ts = msg.timestamp()
                 out.append(Record(msg.key(), msg.value(), list(msg.headers() or []), ts, msg.offset()))

@@ -114,7 +114,7 @@ def assert_exactly_once(bootstrap: str, topic: str, acked: list[tuple[int, bytes
     # Offsets 0..n-1, values v-0..v-(n-1): nothing lost, nothing twice, in order.
     assert [o for o, _ in acked] == list(range(len(acked)))
     assert [v for _, v in acked] == [writer.value(i) for i in range(len(acked))]
-    got = consume_confluent(bootstrap, topic, len(acked) + 1, timeout_s=30)
+    got = consume_confluent(bootstrap, topic, len(acked) + 1, timeout_s=30, to_end=True)
     assert [(r.offset, r.value) for r in got] == acked, "consumed records differ from the acknowledged ones"
     return acked
 
@@ -204,7 +204,7 @@ def test_sigkill_during_a_move_loses_nothing(broker_factory, tmp_path, java, str
     remaining = writer.producer.flush(60)
     assert remaining == 0, f"{remaining} records neither acknowledged nor failed after the restart"
     acked = sorted(set(writer.acked) | set(acked_before_kill))
-    got = consume_confluent(broker.bootstrap, TOPIC, len(acked) + 1000, timeout_s=20)
+    got = consume_confluent(broker.bootstrap, TOPIC, len(acked) + 1000, timeout_s=20, to_end=True)
     values = [(r.offset, r.value) for r in got]
     missing = set(acked) - set(values)
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:3]}"

@@ -49,7 +49,7 @@ def send_txn(p: Producer, topic: str, prefix: str, per_partition: int, commit: b
 
 def values(bootstrap: str, topic: str, partition: int, count: int, isolation: str) -> list[str]:
     got = consume_confluent(bootstrap, topic, count, partition=partition,
-                            extra={"isolation.level": isolation}, timeout_s=20)
+                            extra={"isolation.level": isolation}, timeout_s=20, to_end=True)
     return [r.key.decode() for r in got]
 
 
