@@ -6,8 +6,10 @@
 # 15 s), one without - and runs ROUNDS rounds, each producing COUNT records of SIZE bytes to a new
 # 3-partition topic with confluent-kafka (librdkafka; acks=all, lz4 off) and consuming them back,
 # against both brokers in alternating order. Prints every run, then per side the median produce
-# and consume throughput (MB/s) and the ratio metrics-on / metrics-off.
-# Settings: COUNT (default 300000), SIZE (default 512), ROUNDS (default 5), SCRAPE_S (default 1).
+# and consume throughput (MB/s), the broker's CPU seconds per GB (from /proc/<pid>/stat; the
+# steadier measure of what metrics cost), and the ratios metrics-on / metrics-off.
+# Settings: COUNT (default 300000), SIZE (default 512), ROUNDS (default 5), SCRAPE_S (default 1),
+# BENCH_DIR (where the brokers' log dirs go; /dev/shm takes the disk's noise out of the ratio).
 # Results are recorded in docs/benchmarks.md.
 set -euo pipefail
 
@@ -27,15 +29,22 @@ fi
 export STRATA_BIN
 
 exec "$PY" - <<'PYEOF'
-import os, statistics, subprocess, sys, tempfile, threading, time, urllib.request, uuid
+import os, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.request, uuid
 sys.path.insert(0, "tests/clients")
 from broker import free_port, port_accepts
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 COUNT, SIZE, ROUNDS, SCRAPE_S = (int(os.environ[k]) for k in ("COUNT", "SIZE", "ROUNDS", "SCRAPE_S"))
-work = tempfile.mkdtemp()
+work = tempfile.mkdtemp(dir=os.environ.get("BENCH_DIR") or None)
 procs = []
+pids = {}
+TICK = os.sysconf("SC_CLK_TCK")
+
+def cpu_s(pid):
+    """The broker's user + system CPU seconds so far (/proc/<pid>/stat fields 14 and 15)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 def start(name, extra):
     port = free_port()
@@ -45,6 +54,7 @@ def start(name, extra):
         args += ["--override", f"{k}={v}"]
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(f"{work}/{name}.err", "w"))
     procs.append(p)
+    pids[f"127.0.0.1:{port}"] = p.pid
     deadline = time.time() + 30
     while not port_accepts(port):
         if time.time() > deadline or p.poll() is not None:
@@ -74,6 +84,8 @@ def run(bootstrap):
     admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 262144,
                   "queue.buffering.max.messages": 1000000})
+    pid = pids[bootstrap]
+    cpu0 = cpu_s(pid)
     t = time.perf_counter()
     for i in range(COUNT):
         while True:
@@ -84,6 +96,7 @@ def run(bootstrap):
                 p.poll(0.01)
     p.flush(120)
     produce_s = time.perf_counter() - t
+    cpu1 = cpu_s(pid)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest",
                   "fetch.max.bytes": 52428800, "enable.auto.commit": False})
     c.subscribe([topic])
@@ -93,9 +106,11 @@ def run(bootstrap):
             if m.error() is None:
                 got += 1
     consume_s = time.perf_counter() - t
+    cpu2 = cpu_s(pid)
     c.close()
     mb = COUNT * SIZE / 1e6
-    return mb / produce_s, mb / consume_s
+    # Broker CPU seconds per GB: the cost metrics add, far less noisy than wall-clock MB/s.
+    return mb / produce_s, mb / consume_s, (cpu1 - cpu0) * 1000 / mb, (cpu2 - cpu1) * 1000 / mb
 
 results = {"on": [], "off": []}
 try:
@@ -103,17 +118,21 @@ try:
     for r in range(ROUNDS):
         order = [("on", on), ("off", off)] if r % 2 == 0 else [("off", off), ("on", on)]
         for side, bootstrap in order:
-            prod, cons = run(bootstrap)
-            results[side].append((prod, cons))
-            print(f"round {r + 1} metrics-{side:3}: produce {prod:7.1f} MB/s  consume {cons:7.1f} MB/s", flush=True)
+            prod, cons, pcpu, ccpu = run(bootstrap)
+            results[side].append((prod, cons, pcpu, ccpu))
+            print(f"round {r + 1} metrics-{side:3}: produce {prod:7.1f} MB/s  consume {cons:7.1f} MB/s  "
+                  f"broker CPU {pcpu:6.2f} / {ccpu:6.2f} s per GB", flush=True)
 finally:
     stop.set()
     for p in procs:
         p.terminate(); p.wait(30)
-med = {s: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for s, v in results.items()}
+    shutil.rmtree(work, ignore_errors=True)
+med = {s: [statistics.median(x[i] for x in v) for i in range(4)] for s, v in results.items()}
 for s in ("on", "off"):
-    print(f"median metrics-{s:3}: produce {med[s][0]:7.1f} MB/s  consume {med[s][1]:7.1f} MB/s")
+    print(f"median metrics-{s:3}: produce {med[s][0]:7.1f} MB/s  consume {med[s][1]:7.1f} MB/s  "
+          f"broker CPU {med[s][2]:6.2f} / {med[s][3]:6.2f} s per GB")
 print(f"ratio on/off: produce {med['on'][0] / med['off'][0]:.3f}  consume {med['on'][1] / med['off'][1]:.3f}")
+print(f"broker CPU per GB on/off: produce {med['on'][2] / med['off'][2]:.3f}  consume {med['on'][3] / med['off'][3]:.3f}")
 if scrapes:
     print(f"scrapes: {len(scrapes)}, median {statistics.median(scrapes) * 1000:.1f} ms")
 PYEOF
