@@ -15,7 +15,7 @@ SECONDS_PER_TARGET=${STRATA_FUZZ_SECONDS:-8}
 TARGET_DIR="$ROOT/target/fuzz"
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 TARGETS=(batch_validate recovery_tail request_decode consumer_offsets remote_log_metadata
-  producer_snapshot checkpoint_files index_files transaction_log sasl_tokens)
+  producer_snapshot checkpoint_files index_files transaction_log sasl_tokens http_request)
 
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module \
 -Cllvm-args=-sanitizer-coverage-level=4 \
@@ -50,6 +50,9 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$work/corpus" "$TARGET_DIR/artifacts/$t"
   if [ "$t" = request_decode ]; then
     seed_requests "$work/corpus"
+  fi
+  if [ "$t" = http_request ]; then
+    printf 'GET /console/topics/t%%2Dx/0?x=1 HTTP/1.1\r\nHost: b\r\n\r\n' >"$work/corpus/console-get"
   fi
   printf 'fuzz-smoke: %s for %ss\n' "$t" "$SECONDS_PER_TARGET"
   if ! "$TARGET_DIR/$TRIPLE/release/$t" -max_total_time="$SECONDS_PER_TARGET" \

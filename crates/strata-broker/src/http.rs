@@ -250,6 +250,21 @@ fn reason_phrase(status: u16) -> &'static str {
     }
 }
 
+/// Fuzzing entry (`fuzz/fuzz_targets/http_request.rs`): arbitrary bytes as
+/// what a peer sends the HTTP listener, through the head parser and, for a
+/// parsed request, the console's path parser and percent-decoding. Must
+/// never panic; every outcome is an answer or a refusal.
+#[doc(hidden)]
+pub fn fuzz_http_request(bytes: &[u8]) {
+    let head = match find_blank_line(bytes) {
+        Some(end) => &bytes[..end],
+        None => bytes,
+    };
+    if let Ok(request) = parse_head(head) {
+        let _ = crate::console::fuzz_route(&request.path);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,6 +106,8 @@ pub use error::{BrokerError, DispatchError};
 pub use group::config::GroupConfig;
 #[doc(hidden)]
 pub use group::records::fuzz_round_trip as fuzz_consumer_offsets_record;
+#[doc(hidden)]
+pub use http::fuzz_http_request;
 pub use security::SecurityConfig;
 pub use server::{serve_main, start, start_with_clock, start_with_fs, BrokerHandle};
 pub use stats::BrokerStats;

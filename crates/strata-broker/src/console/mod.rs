@@ -29,6 +29,24 @@ pub use findings::{ConsoleFinding, ConsoleFindings, FindingSeverity, FindingsSou
 use crate::broker::Broker;
 use crate::http::Page;
 
+/// The fuzz target's way in: the path parser and the text helpers on
+/// arbitrary input (see `crate::http::fuzz_http_request`).
+pub(crate) fn fuzz_route(path: &str) -> bool {
+    let parsed = pages::parse(path);
+    for segment in path.split('/') {
+        if let Some(decoded) = text::decode_segment(segment) {
+            let again = text::decode_segment(&text::encode_segment(&decoded));
+            assert_eq!(
+                again.as_deref(),
+                Some(decoded.as_str()),
+                "encode/decode round trip"
+            );
+            let _ = text::escape(&decoded);
+        }
+    }
+    matches!(parsed, Ok(Some(_)))
+}
+
 /// The console page at `path`, or `None` when there is none.
 pub(crate) fn page(broker: &Broker, path: &str, _query: &str) -> Option<Page> {
     pages::page(broker, path)
