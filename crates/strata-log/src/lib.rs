@@ -84,7 +84,7 @@ mod segment;
 mod types;
 
 pub use checkpoint::{read_checkpoint, CheckpointError, OffsetCheckpointFile};
-pub use clock::{Clock, MockClock, SharedClock, SystemClock};
+pub use clock::{civil_from_days, Clock, MockClock, SharedClock, SystemClock};
 pub use config::{CleanupPolicy, ConfigDef, ConfigError, ConfigType, LogConfig};
 pub use error::{ErrorChain, LogError};
 pub use index::{
