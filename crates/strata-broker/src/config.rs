@@ -119,7 +119,7 @@ pub struct BrokerConfig {
     /// Not a property: the source of the doctor's findings on the storage
     /// console's partition pages, installed by the `strata` binary (none by
     /// default).
-    pub console_findings: crate::console::FindingsSource,
+    pub console_findings: crate::console_findings::FindingsSource,
     /// `broker.session.timeout.ms`: the lease of the broker's registration.
     pub broker_session_timeout_ms: u64,
     /// `broker.heartbeat.interval.ms`: how often the lease is renewed.

@@ -1,5 +1,5 @@
 //! The broker's HTTP listener (`strata.metrics.listener`): `GET /metrics`
-//! answers Prometheus in its text exposition format ([`crate::metrics`]),
+//! answers Prometheus in its text exposition format ([`crate::scrape`]),
 //! every other path under `/` is the read-only storage console
 //! ([`crate::console`]).
 //!
@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::broker::Broker;
+use crate::page::Page;
 
 /// The largest request head (request line and headers) read.
 const MAX_HEAD: usize = 16 * 1024;
@@ -24,32 +25,6 @@ const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once; more wait in the accept queue.
 const MAX_CONCURRENT: usize = 64;
-
-/// One answer: status, content type and body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Page {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: String,
-}
-
-impl Page {
-    pub(crate) fn html(body: String) -> Page {
-        Page {
-            status: 200,
-            content_type: "text/html; charset=utf-8",
-            body,
-        }
-    }
-
-    pub(crate) fn text(status: u16, body: impl Into<String>) -> Page {
-        Page {
-            status,
-            content_type: "text/plain; charset=utf-8",
-            body: body.into(),
-        }
-    }
-}
 
 /// What a request asks for: the method and the path split from its query.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,7 +88,7 @@ pub(crate) fn route(broker: &Broker, request: &Request) -> Page {
         return Page {
             status: 200,
             content_type: crate::metrics::CONTENT_TYPE,
-            body: crate::metrics::render(broker),
+            body: crate::scrape::render(broker),
         };
     }
     crate::console::page(broker, &request.path, &request.query)

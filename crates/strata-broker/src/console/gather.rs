@@ -18,13 +18,13 @@ use strata_log::retention::DeletionReason;
 use strata_log::{ErrorChain, Log, LogConfig, TopicPartition};
 use strata_tiered::RemoteLogSegmentState;
 
-use super::findings::FindingSeverity;
 use super::model::{
     CleanerView, Fate, FindingView, GroupLag, Offsets, PartitionRow, PartitionSummary,
     PartitionView, SegmentView, Severity, Tier, TopicRow, TopicView,
 };
 use super::text::{human_bytes, human_ms, utc};
 use crate::broker::Broker;
+use crate::console_findings::FindingSeverity;
 
 fn summary(log: &Log) -> PartitionSummary {
     PartitionSummary {

@@ -13,10 +13,9 @@
 //! - `model`: plain data the pages show.
 //! - `render`: model to HTML, `timeline`: the segment timeline as SVG (pure).
 //! - `text`: escaping, path encoding, human sizes and times (pure).
-//! - `findings`: the [`ConsoleFindings`] seam through which the `strata`
+//! - `crate::console_findings` (beside, below the config): the [`ConsoleFindings`] seam through which the `strata`
 //!   binary supplies the doctor's findings.
 
-mod findings;
 mod gather;
 mod model;
 mod pages;
@@ -24,10 +23,12 @@ mod render;
 mod text;
 mod timeline;
 
-pub use findings::{ConsoleFinding, ConsoleFindings, FindingSeverity, FindingsSource};
+pub use crate::console_findings::{
+    ConsoleFinding, ConsoleFindings, FindingSeverity, FindingsSource,
+};
 
 use crate::broker::Broker;
-use crate::http::Page;
+use crate::page::Page;
 
 /// The fuzz target's way in: the path parser and the text helpers on
 /// arbitrary input (see `crate::http::fuzz_http_request`).

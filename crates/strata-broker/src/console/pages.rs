@@ -13,7 +13,7 @@
 use super::text::decode_segment;
 use super::{gather, render};
 use crate::broker::Broker;
-use crate::http::Page;
+use crate::page::Page;
 
 /// Longest path accepted.
 pub(crate) const MAX_PATH: usize = 1024;
