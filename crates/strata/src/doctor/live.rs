@@ -14,32 +14,24 @@
 //! Framing as in [`super::remote`]: `i32 size | header | body`, one
 //! blocking connection, encoded with the `kafka-protocol` crate.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
-use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, GroupId, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest,
-    ListOffsetsResponse, OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
-    TopicName,
+    ListOffsetsResponse, OffsetFetchRequest, OffsetFetchResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use strata_log::retention::{decide, RetentionPolicy};
 use strata_log::{LogConfig, TopicPartition};
 
 use super::diagnosis::{human_ms, Cause, DoctorSettings, Finding, Severity, Symptom};
-use super::remote::RemoteError;
+use super::remote::{Connection, RemoteError};
 use super::scan::PartitionFacts;
 
 const LIST_GROUPS_VERSION: i16 = 3;
 const OFFSET_FETCH_VERSION: i16 = 7;
 const LIST_OFFSETS_VERSION: i16 = 4;
-/// Largest response accepted.
-const MAX_RESPONSE: usize = 64 << 20;
 /// A delete horizon passing within this time passes "soon".
 pub const TOMBSTONE_SOON_MS: i64 = 3_600_000;
 
@@ -59,9 +51,7 @@ pub struct LiveOffsets {
 
 /// A read-only connection to a broker.
 pub struct Live {
-    server: String,
-    stream: TcpStream,
-    correlation: i32,
+    broker: Connection,
     /// Committed positions of every group, per partition (fetched once).
     positions: Option<BTreeMap<TopicPartition, Vec<GroupPosition>>>,
 }
@@ -72,64 +62,10 @@ impl Live {
     /// # Errors
     /// [`RemoteError::Io`].
     pub fn connect(server: &str) -> Result<Live, RemoteError> {
-        let stream = TcpStream::connect(server).map_err(io(server, "connect"))?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .map_err(io(server, "configure"))?;
         Ok(Live {
-            server: server.to_owned(),
-            stream,
-            correlation: 0,
+            broker: Connection::connect(server)?,
             positions: None,
         })
-    }
-
-    fn call<Req: Encodable, Resp: Decodable>(
-        &mut self,
-        key: ApiKey,
-        version: i16,
-        req: &Req,
-    ) -> Result<Resp, RemoteError> {
-        self.correlation += 1;
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = self.correlation;
-        header.client_id = Some(StrBytes::from_static_str("strata-doctor"));
-        let mut buf = BytesMut::new();
-        header
-            .encode(&mut buf, key.request_header_version(version))
-            .map_err(proto("encode header"))?;
-        req.encode(&mut buf, version)
-            .map_err(proto("encode request"))?;
-        let mut framed = (buf.len() as i32).to_be_bytes().to_vec();
-        framed.extend_from_slice(&buf);
-        let server = self.server.clone();
-        self.stream
-            .write_all(&framed)
-            .map_err(io(&server, "send"))?;
-        let mut size = [0u8; 4];
-        self.stream
-            .read_exact(&mut size)
-            .map_err(io(&server, "receive"))?;
-        let size = i32::from_be_bytes(size).max(0) as usize;
-        if size > MAX_RESPONSE {
-            return Err(RemoteError::TooLarge { size });
-        }
-        let mut body = vec![0u8; size];
-        self.stream
-            .read_exact(&mut body)
-            .map_err(io(&server, "receive"))?;
-        let mut body = Bytes::from(body);
-        let h = ResponseHeader::decode(&mut body, key.response_header_version(version))
-            .map_err(proto("decode header"))?;
-        if h.correlation_id != self.correlation {
-            return Err(RemoteError::Correlation {
-                expected: self.correlation,
-                got: h.correlation_id,
-            });
-        }
-        Resp::decode(&mut body, version).map_err(proto("decode response"))
     }
 
     /// The committed positions of every group on `tp` (ListGroups once,
@@ -140,7 +76,7 @@ impl Live {
     pub fn positions(&mut self, tp: &TopicPartition) -> Result<Vec<GroupPosition>, RemoteError> {
         if self.positions.is_none() {
             let mut all: BTreeMap<TopicPartition, Vec<GroupPosition>> = BTreeMap::new();
-            let groups: ListGroupsResponse = self.call(
+            let groups: ListGroupsResponse = self.broker.call(
                 ApiKey::ListGroups,
                 LIST_GROUPS_VERSION,
                 &ListGroupsRequest::default(),
@@ -154,7 +90,8 @@ impl Live {
             for g in groups.groups {
                 let req = offset_fetch_all(g.group_id.clone());
                 let resp: OffsetFetchResponse =
-                    self.call(ApiKey::OffsetFetch, OFFSET_FETCH_VERSION, &req)?;
+                    self.broker
+                        .call(ApiKey::OffsetFetch, OFFSET_FETCH_VERSION, &req)?;
                 if resp.error_code != 0 {
                     continue;
                 }
@@ -198,7 +135,8 @@ impl Live {
             req.replica_id = BrokerId(-1);
             req.topics = vec![t];
             let resp: ListOffsetsResponse =
-                self.call(ApiKey::ListOffsets, LIST_OFFSETS_VERSION, &req)?;
+                self.broker
+                    .call(ApiKey::ListOffsets, LIST_OFFSETS_VERSION, &req)?;
             Ok(resp
                 .topics
                 .iter()
@@ -220,20 +158,6 @@ fn offset_fetch_all(group: GroupId) -> OffsetFetchRequest {
     req.group_id = group;
     req.topics = None;
     req
-}
-
-fn io(server: &str, op: &'static str) -> impl FnOnce(std::io::Error) -> RemoteError {
-    let server = server.to_owned();
-    move |source| RemoteError::Io { server, op, source }
-}
-
-fn proto<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
-    op: &'static str,
-) -> impl FnOnce(E) -> RemoteError {
-    move |e| RemoteError::Protocol {
-        op,
-        source: e.into(),
-    }
 }
 
 /// Where a group stands against retention.
@@ -398,6 +322,8 @@ pub fn diagnose(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BytesMut;
+    use kafka_protocol::protocol::{Decodable, Encodable};
 
     #[test]
     fn standing_against_the_log_start_and_the_next_pass() {

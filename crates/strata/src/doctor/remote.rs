@@ -1,6 +1,7 @@
 //! `--bootstrap-server`: the topic's effective configs from a running broker
 //! with one DescribeConfigs (v4) request over a plain blocking TCP
-//! connection, encoded and decoded with the `kafka-protocol` crate.
+//! connection ([`Connection`], which `super::live` uses too), encoded and
+//! decoded with the `kafka-protocol` crate.
 //!
 //! Framing: `i32 size | request header v2 | DescribeConfigsRequest` out,
 //! `i32 size | response header v1 | DescribeConfigsResponse` back.
@@ -21,8 +22,9 @@ use strata_log::LogConfig;
 const VERSION: i16 = 4;
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
-/// Largest response accepted (configs are small).
-const MAX_RESPONSE: usize = 16 << 20;
+/// Largest response accepted (all of a group's committed offsets can be
+/// large; configs are small).
+const MAX_RESPONSE: usize = 64 << 20;
 
 /// What a broker said about a topic.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,7 +68,9 @@ fn proto<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
     }
 }
 
-fn encode_request(topic: &str) -> Result<Vec<u8>, RemoteError> {
+/// The DescribeConfigs request: the topic's configs and the broker's
+/// retention check interval.
+fn describe_request(topic: &str) -> DescribeConfigsRequest {
     let mut topic_res = DescribeConfigsResource::default();
     topic_res.resource_type = TOPIC;
     topic_res.resource_name = StrBytes::from_string(topic.to_owned());
@@ -79,41 +83,11 @@ fn encode_request(topic: &str) -> Result<Vec<u8>, RemoteError> {
     )]);
     let mut req = DescribeConfigsRequest::default();
     req.resources = vec![topic_res, broker_res];
-    let mut header = RequestHeader::default();
-    header.request_api_key = ApiKey::DescribeConfigs as i16;
-    header.request_api_version = VERSION;
-    header.correlation_id = 1;
-    header.client_id = Some(StrBytes::from_static_str("strata-doctor"));
-    let mut buf = BytesMut::new();
-    header
-        .encode(
-            &mut buf,
-            ApiKey::DescribeConfigs.request_header_version(VERSION),
-        )
-        .map_err(proto("encode header"))?;
-    req.encode(&mut buf, VERSION)
-        .map_err(proto("encode request"))?;
-    let mut framed = (buf.len() as i32).to_be_bytes().to_vec();
-    framed.extend_from_slice(&buf);
-    Ok(framed)
+    req
 }
 
-/// Decode a response body (after the size prefix).
-fn decode_response(body: Vec<u8>, topic: &str) -> Result<RemoteConfigs, RemoteError> {
-    let mut buf = Bytes::from(body);
-    let header = ResponseHeader::decode(
-        &mut buf,
-        ApiKey::DescribeConfigs.response_header_version(VERSION),
-    )
-    .map_err(proto("decode header"))?;
-    if header.correlation_id != 1 {
-        return Err(RemoteError::Correlation {
-            expected: 1,
-            got: header.correlation_id,
-        });
-    }
-    let resp =
-        DescribeConfigsResponse::decode(&mut buf, VERSION).map_err(proto("decode response"))?;
+/// What the DescribeConfigs response says about `topic`.
+fn configs_of(resp: DescribeConfigsResponse, topic: &str) -> Result<RemoteConfigs, RemoteError> {
     let mut out = RemoteConfigs::default();
     for r in resp.results {
         if r.resource_type == TOPIC && r.error_code != 0 {
@@ -142,29 +116,97 @@ fn decode_response(body: Vec<u8>, topic: &str) -> Result<RemoteConfigs, RemoteEr
 /// Connection and I/O errors, undecodable answers, a Kafka error code for
 /// the topic (e.g. 3, unknown topic).
 pub fn describe_topic_configs(server: &str, topic: &str) -> Result<RemoteConfigs, RemoteError> {
-    let io = |op: &'static str| {
-        move |source| RemoteError::Io {
+    let resp = Connection::connect(server)?.call(
+        ApiKey::DescribeConfigs,
+        VERSION,
+        &describe_request(topic),
+    )?;
+    configs_of(resp, topic)
+}
+
+/// The doctor's read-only connection to a broker: one request at a time,
+/// blocking, with a read timeout; shared by the config lookup here and the
+/// live group positions (`super::live`).
+pub struct Connection {
+    server: String,
+    stream: TcpStream,
+    correlation: i32,
+}
+
+impl Connection {
+    /// Connect to `server`.
+    ///
+    /// # Errors
+    /// [`RemoteError::Io`].
+    pub fn connect(server: &str) -> Result<Connection, RemoteError> {
+        let stream = TcpStream::connect(server).map_err(io(server, "connect"))?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(io(server, "configure"))?;
+        Ok(Connection {
             server: server.to_owned(),
-            op,
-            source,
-        }
-    };
-    let mut stream = TcpStream::connect(server).map_err(io("connect"))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(io("configure"))?;
-    stream
-        .write_all(&encode_request(topic)?)
-        .map_err(io("send"))?;
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).map_err(io("receive"))?;
-    let size = i32::from_be_bytes(size).max(0) as usize;
-    if size > MAX_RESPONSE {
-        return Err(RemoteError::TooLarge { size });
+            stream,
+            correlation: 0,
+        })
     }
-    let mut body = vec![0u8; size];
-    stream.read_exact(&mut body).map_err(io("receive"))?;
-    decode_response(body, topic)
+
+    /// Send `req` as `key` v`version` and decode the answer.
+    ///
+    /// # Errors
+    /// I/O errors, a response over [`MAX_RESPONSE`], a correlation id that
+    /// does not match, undecodable bytes.
+    pub fn call<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+    ) -> Result<Resp, RemoteError> {
+        self.correlation += 1;
+        let mut header = RequestHeader::default();
+        header.request_api_key = key as i16;
+        header.request_api_version = version;
+        header.correlation_id = self.correlation;
+        header.client_id = Some(StrBytes::from_static_str("strata-doctor"));
+        let mut buf = BytesMut::new();
+        header
+            .encode(&mut buf, key.request_header_version(version))
+            .map_err(proto("encode header"))?;
+        req.encode(&mut buf, version)
+            .map_err(proto("encode request"))?;
+        let mut framed = (buf.len() as i32).to_be_bytes().to_vec();
+        framed.extend_from_slice(&buf);
+        let server = self.server.clone();
+        self.stream
+            .write_all(&framed)
+            .map_err(io(&server, "send"))?;
+        let mut size = [0u8; 4];
+        self.stream
+            .read_exact(&mut size)
+            .map_err(io(&server, "receive"))?;
+        let size = i32::from_be_bytes(size).max(0) as usize;
+        if size > MAX_RESPONSE {
+            return Err(RemoteError::TooLarge { size });
+        }
+        let mut body = vec![0u8; size];
+        self.stream
+            .read_exact(&mut body)
+            .map_err(io(&server, "receive"))?;
+        let mut body = Bytes::from(body);
+        let h = ResponseHeader::decode(&mut body, key.response_header_version(version))
+            .map_err(proto("decode header"))?;
+        if h.correlation_id != self.correlation {
+            return Err(RemoteError::Correlation {
+                expected: self.correlation,
+                got: h.correlation_id,
+            });
+        }
+        Resp::decode(&mut body, version).map_err(proto("decode response"))
+    }
+}
+
+fn io(server: &str, op: &'static str) -> impl FnOnce(std::io::Error) -> RemoteError {
+    let server = server.to_owned();
+    move |source| RemoteError::Io { server, op, source }
 }
 
 #[cfg(test)]
@@ -176,17 +218,11 @@ mod tests {
 
     #[test]
     fn the_request_decodes_as_describe_configs_v4() {
-        let framed = encode_request("orders").unwrap();
-        let size = i32::from_be_bytes(framed[..4].try_into().unwrap()) as usize;
-        assert_eq!(size, framed.len() - 4);
-        let mut buf = Bytes::from(framed[4..].to_vec());
-        let h = RequestHeader::decode(
-            &mut buf,
-            ApiKey::DescribeConfigs.request_header_version(VERSION),
-        )
-        .unwrap();
-        assert_eq!(h.request_api_key, ApiKey::DescribeConfigs as i16);
-        let req = DescribeConfigsRequest::decode(&mut buf, VERSION).unwrap();
+        let mut buf = BytesMut::new();
+        describe_request("orders")
+            .encode(&mut buf, VERSION)
+            .unwrap();
+        let req = DescribeConfigsRequest::decode(&mut buf.freeze(), VERSION).unwrap();
         assert_eq!(req.resources[0].resource_name.as_str(), "orders");
         assert_eq!(req.resources[0].resource_type, TOPIC);
         assert_eq!(req.resources[1].resource_type, BROKER);
@@ -212,16 +248,7 @@ mod tests {
         b.resource_type = BROKER;
         b.configs = vec![entry("log.retention.check.interval.ms", Some("5000"))];
         resp.results = vec![t, b];
-        let mut buf = BytesMut::new();
-        let mut h = ResponseHeader::default();
-        h.correlation_id = 1;
-        h.encode(
-            &mut buf,
-            ApiKey::DescribeConfigs.response_header_version(VERSION),
-        )
-        .unwrap();
-        resp.encode(&mut buf, VERSION).unwrap();
-        let got = decode_response(buf.to_vec(), "t").unwrap();
+        let got = configs_of(resp, "t").unwrap();
         assert_eq!(got.topic.len(), 1);
         assert_eq!(got.topic["retention.ms"], "1000");
         assert_eq!(got.retention_check_interval_ms, Some(5000));
