@@ -402,7 +402,10 @@ class SteadyTopic:
     def __init__(self, cluster: StrataCluster, name: str = "steady"):
         self.cluster, self.name, self.parts = cluster, name, [0, 1, 2]
         self.expected: dict[int, list[Record]] = {p: [] for p in self.parts}
-        create_topic(cluster.bootstrap, name, len(self.parts))
+        # The records carry 2024 timestamps (make_records): without this the broker's first
+        # retention check (30 s after start-up) deletes them all when a slow machine stretches
+        # the test past it, and the read-back finds an empty log.
+        create_topic(cluster.bootstrap, name, len(self.parts), config={"retention.ms": "-1"})
         wait_for_leaders(cluster, name, len(self.parts))
 
     def produce(self, prefix: str, n: int = 150) -> None:
