@@ -58,6 +58,10 @@ pub(crate) enum ApiError {
     UnsupportedCompression,
     #[error("incremental fetch session {session_id} not found")]
     FetchSessionIdNotFound { session_id: i32 },
+    #[error("fetch session {session_id} expected another epoch than {epoch}")]
+    InvalidFetchSessionEpoch { session_id: i32, epoch: i32 },
+    #[error("fetch session {session_id} and its request disagree on using topic ids")]
+    FetchSessionTopicIdError { session_id: i32 },
     /// The partition is hosted here but cannot be served (Kafka
     /// `HostedPartition.Offline`): Produce, Fetch and DeleteTopics answer
     /// KAFKA_STORAGE_ERROR.

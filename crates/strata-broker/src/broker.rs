@@ -56,6 +56,8 @@ pub(crate) struct Broker {
     pub metrics: crate::metrics::Metrics,
     /// Bumped after every append; delayed fetches wait for a change.
     pub appends: watch::Sender<u64>,
+    /// Incremental fetch sessions (KIP-227), a leaf lock (`fetch_sessions`).
+    pub fetch_sessions: crate::fetch_sessions::FetchSessions,
     /// `true` once shutdown began; long waits select on it.
     pub shutdown: watch::Receiver<bool>,
     /// Serialises topic-level admin mutations.
@@ -132,6 +134,10 @@ impl Broker {
             groups: GroupCoordinator::new(config.group.clone()),
             txn: TxnCoordinator::new(config.txn.clone()),
             verifications: Default::default(),
+            fetch_sessions: crate::fetch_sessions::FetchSessions::new(
+                config.fetch_session_cache_slots,
+                config.fetch_session_eviction_ms,
+            ),
             config,
             cluster_id,
             advertised,

@@ -101,6 +101,12 @@ pub struct BrokerConfig {
     /// `strata.max.partitions`: partitions the broker may hold in all; CreateTopics
     /// and CreatePartitions beyond it get INVALID_PARTITIONS (Kafka has no limit).
     pub max_partitions: usize,
+    /// `max.incremental.fetch.session.cache.slots`: incremental fetch
+    /// sessions (KIP-227) the broker keeps; 0 makes every Fetch sessionless.
+    pub fetch_session_cache_slots: usize,
+    /// `strata.fetch.session.eviction.ms`: how long a fetch session must be
+    /// unused before any new session may evict it (Kafka's fixed 120 s).
+    pub fetch_session_eviction_ms: i64,
     /// `num.recovery.threads.per.data.dir`.
     pub num_recovery_threads_per_data_dir: usize,
     /// `log.flush.offset.checkpoint.interval.ms`.
@@ -451,6 +457,24 @@ static TABLE: &[Def] = &[
         |c| c.max_partitions.to_string(),
     ),
     Def::new(
+        "max.incremental.fetch.session.cache.slots",
+        ConfigType::Int,
+        "1000",
+        Validator::AtLeast(0),
+        "The maximum number of incremental fetch sessions that we will maintain.",
+        |c, v| c.fetch_session_cache_slots = usize_of(v),
+        |c| c.fetch_session_cache_slots.to_string(),
+    ),
+    Def::new(
+        "strata.fetch.session.eviction.ms",
+        ConfigType::Long,
+        "120000",
+        Validator::AtLeast(0),
+        "Strata only: how long an incremental fetch session must be unused before a new session may evict it (Kafka fixes 120000).",
+        |c, v| c.fetch_session_eviction_ms = v.long(),
+        |c| c.fetch_session_eviction_ms.to_string(),
+    ),
+    Def::new(
         "num.recovery.threads.per.data.dir",
         ConfigType::Int,
         "1",
@@ -739,6 +763,8 @@ impl BrokerConfig {
             connection_limits: ConnectionLimits::default(),
             socket_listen_backlog_size: 0,
             max_partitions: 0,
+            fetch_session_cache_slots: 0,
+            fetch_session_eviction_ms: 0,
             num_recovery_threads_per_data_dir: 0,
             log_flush_offset_checkpoint_interval_ms: 0,
             log_flush_start_offset_checkpoint_interval_ms: 0,

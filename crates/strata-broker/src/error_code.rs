@@ -62,6 +62,8 @@ impl ApiError {
             ApiError::ReplicationTimedOut { .. } => R::RequestTimedOut,
             ApiError::UnsupportedCompression => R::UnsupportedCompressionType,
             ApiError::FetchSessionIdNotFound { .. } => R::FetchSessionIdNotFound,
+            ApiError::InvalidFetchSessionEpoch { .. } => R::InvalidFetchSessionEpoch,
+            ApiError::FetchSessionTopicIdError { .. } => R::FetchSessionTopicIdError,
             ApiError::PartitionOffline { .. } => R::KafkaStorageError,
             ApiError::LeaderNotAvailable => R::LeaderNotAvailable,
             ApiError::NotLeaderOrFollower => R::NotLeaderOrFollower,

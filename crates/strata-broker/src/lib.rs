@@ -20,6 +20,8 @@
 //!   encoder, shared by `connection` and `apis`.
 //! - `apis`: one module per Kafka API; body decoding, answer encoding.
 //! - `broker`: the state handlers share.
+//! - `fetch_sessions`: incremental fetch sessions (KIP-227): the session
+//!   cache, its eviction and the request contexts.
 //! - `cluster`: cluster mode's membership in etcd: registration, the
 //!   metadata watch, the controller (`docs/cluster.md`).
 //! - `cluster_admin`: topic mutations in cluster mode (through etcd).
@@ -69,6 +71,7 @@ mod dispatch;
 mod dynamic_config;
 mod error;
 mod error_code;
+mod fetch_sessions;
 mod group;
 mod http;
 mod internal_append;

@@ -10,7 +10,7 @@ use prometheus_client::registry::Registry;
 use strata_log::TopicPartition;
 
 use crate::broker::Broker;
-use crate::metrics::{cleaner, family, lag, log, process, remote, replica, Family};
+use crate::metrics::{cleaner, family, fetch_sessions, lag, log, process, remote, replica, Family};
 
 /// Every family of one scrape, in output order.
 pub(crate) fn families(broker: &Broker) -> Vec<Family> {
@@ -27,6 +27,8 @@ pub(crate) fn families(broker: &Broker) -> Vec<Family> {
         active_controller(broker),
     )));
     out.extend(cleaner::families(&broker.logs.cleaner().totals()));
+    let sessions = broker.fetch_sessions.lock().stats();
+    out.extend(fetch_sessions::families(&sessions));
     if let Some(rlm) = broker.tiered.get() {
         out.extend(remote::families(rlm.metrics(), &copy_lag(rlm, &logs)));
     }

@@ -216,16 +216,9 @@ pub(crate) async fn handle(
                 Ok(None)
             }
         }
-        ApiKey::Fetch => {
-            let req: kafka_protocol::messages::FetchRequest = decode(&ctx, body)?;
-            let consumer = req.replica_id.0 < 0 && req.replica_state.replica_id.0 < 0;
-            let response = fetch::handle(&ctx, req).await;
-            Ok(Some(if consumer {
-                quotas::throttle_fetch(&ctx, response)
-            } else {
-                response
-            }))
-        }
+        // A consumer's Fetch is sized for its quota inside the handler: a
+        // throttled answer must leave its fetch session unchanged.
+        ApiKey::Fetch => Ok(Some(fetch::handle(&ctx, decode(&ctx, body)?).await)),
         ApiKey::ListOffsets => route!(list_offsets),
         ApiKey::ApiVersions => route!(api_versions),
         ApiKey::Metadata => route!(metadata),

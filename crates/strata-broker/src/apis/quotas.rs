@@ -56,37 +56,46 @@ pub(super) fn record_produce(ctx: &RequestContext, size: usize) -> Duration {
     record(ctx, QuotaType::Produce, size as u64)
 }
 
-/// Record a consumer's Fetch response; over the quota, answer an empty
-/// throttled response instead (Kafka's `getThrottledResponse`).
-pub(super) fn throttle_fetch(ctx: &RequestContext, response: Response) -> Response {
-    let size = response.len();
+/// Record a consumer's Fetch response of `size` bytes. Over the quota it
+/// is un-recorded and the throttle returned: the caller then answers
+/// [`throttled_fetch`] instead (Kafka's `getThrottledResponse`).
+pub(super) fn record_fetch(ctx: &RequestContext, size: u64) -> Duration {
     let throttle = record(ctx, QuotaType::Fetch, size);
     if throttle.is_zero() {
-        return response;
+        return throttle;
     }
-    {
-        let state = ctx.broker.security.snapshot();
-        let mut sensors = ctx
-            .broker
-            .quota_sensors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        sensors.unrecord(
-            &state.quotas,
-            QuotaType::Fetch,
-            user_of(ctx),
-            client_id_of(ctx),
-            size as f64,
-            now_ms(),
-        );
-    }
+    let state = ctx.broker.security.snapshot();
+    let mut sensors = ctx
+        .broker
+        .quota_sensors
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    sensors.unrecord(
+        &state.quotas,
+        QuotaType::Fetch,
+        user_of(ctx),
+        client_id_of(ctx),
+        size as f64,
+        now_ms(),
+    );
+    throttle
+}
+
+/// The empty answer of a throttled Fetch; an incremental session keeps its
+/// id (KAFKA-6946), `error_code` says whether its epoch still holds.
+pub(super) fn throttled_fetch(
+    ctx: &RequestContext,
+    throttle: Duration,
+    error_code: i16,
+    session_id: i32,
+) -> Response {
     let mut throttled = encode_fetch_response(
         ctx.header.correlation_id,
         ctx.version,
         FetchResponseData {
             throttle_time_ms: i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX),
-            error_code: 0,
-            session_id: 0,
+            error_code,
+            session_id,
             topics: Vec::new(),
         },
     );

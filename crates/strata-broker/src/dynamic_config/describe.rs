@@ -109,6 +109,10 @@ fn own_values(c: &BrokerConfig, advertised: &[Listener]) -> Vec<(&'static str, S
         ),
         ("max.connections", c.max_connections.to_string()),
         (
+            "max.incremental.fetch.session.cache.slots",
+            c.fetch_session_cache_slots.to_string(),
+        ),
+        (
             "num.recovery.threads.per.data.dir",
             c.num_recovery_threads_per_data_dir.to_string(),
         ),

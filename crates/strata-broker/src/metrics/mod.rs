@@ -10,9 +10,10 @@
 //!   the request path through arrays indexed by API key.
 //! - `topics`: BrokerTopicMetrics per topic, through cached handles.
 //! - `network`: socket-server-metrics per listener.
-//! - `log`, `replica`, `cleaner`, `remote`, `lag`, `process`: gauges
-//!   computed at scrape time from the logs, the cluster view, the cleaner,
-//!   the remote tier, the group coordinator and `/proc/self`.
+//! - `log`, `replica`, `cleaner`, `remote`, `lag`, `process`,
+//!   `fetch_sessions`: gauges computed at scrape time from the logs, the
+//!   cluster view, the cleaner, the remote tier, the group coordinator,
+//!   `/proc/self` and the fetch session cache.
 //!
 //! The broker holds [`Metrics`]; what one scrape reads from the broker is
 //! `crate::scrape` (above the broker, so the broker does not depend on it).
@@ -21,6 +22,7 @@
 
 pub(crate) mod cleaner;
 pub(crate) mod family;
+pub(crate) mod fetch_sessions;
 pub(crate) mod lag;
 pub(crate) mod log;
 pub(crate) mod network;

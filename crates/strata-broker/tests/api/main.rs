@@ -20,6 +20,7 @@ mod cluster;
 mod configs;
 mod console;
 mod decompressed_cap;
+mod fetch_sessions;
 mod groups;
 mod http_listener;
 mod io_faults;

@@ -270,6 +270,22 @@ pub(crate) fn encode_fetch_response(
     Response::from_parts(w.parts)
 }
 
+/// Set the session id of a response [`encode_fetch_response`] built
+/// (v7+; older versions carry none). The id sits at a fixed place in the
+/// first in-memory part: size, correlation id, header tags (v12+),
+/// throttle time, error code.
+pub(crate) fn set_session_id(response: &mut Response, version: i16, session_id: i32) {
+    if version < 7 {
+        return;
+    }
+    let at = 4 + 4 + usize::from(version >= 12) + 4 + 2;
+    if let Some(ResponsePart::Mem(first)) = response.parts.first_mut() {
+        let mut patched = BytesMut::from(&first[..]);
+        patched[at..at + 4].copy_from_slice(&session_id.to_be_bytes());
+        *first = patched.freeze();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,6 +417,21 @@ mod tests {
                     "version {version}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn set_session_id_equals_encoding_with_it() {
+        for version in 4..=16 {
+            let mut with = sample(b"abc", None);
+            with.session_id = 0x1234_5678;
+            let mut patched = encode_fetch_response(7, version, sample(b"abc", None));
+            set_session_id(&mut patched, version, 0x1234_5678);
+            assert_eq!(
+                flatten(patched),
+                flatten(encode_fetch_response(7, version, with)),
+                "v{version}"
+            );
         }
     }
 

@@ -14,8 +14,13 @@
 //! - Limits: `max_bytes` for the response and `partition_max_bytes` per
 //!   partition, but the first partition with data always gets at least one
 //!   whole batch (KIP-74).
-//! - Fetch sessions (KIP-227) are refused: session id 0 in every answer and
-//!   every requested partition listed, which all clients accept.
+//! - Incremental fetch sessions (KIP-227, `crate::fetch_sessions`; the
+//!   request-side glue in `session`): a full request (epoch 0) opens a
+//!   session once answered; an incremental one reads every partition of
+//!   its session and answers only those whose records, offsets, error,
+//!   preferred replica or diverging epoch changed. A consumer's response is
+//!   sized for its quota first; a throttled one keeps the session unchanged
+//!   (KAFKA-6946). Replica fetchers stay sessionless.
 //! - `read_committed` reads up to the last stable offset.
 //! - Fetch from the closest replica (KIP-392, `replication.md` §9): a
 //!   consumer Fetch v11+ carries client metadata, so a follower serves it
@@ -27,6 +32,7 @@
 //!   for `sendfile(2)`.
 
 mod encode;
+mod session;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +46,7 @@ use super::RequestContext;
 use crate::api_error::ApiError;
 use crate::broker::Broker;
 use crate::error_code::NONE;
+use crate::fetch_sessions::{PartitionRequest, INVALID_SESSION_ID};
 use crate::response::Response;
 
 pub(crate) use encode::{
@@ -78,22 +85,6 @@ enum Outcome {
 pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response {
     let broker = &ctx.broker;
     let correlation_id = ctx.header.correlation_id;
-    // Incremental fetch in a session we never created.
-    if req.session_id != 0 && req.session_epoch > 0 {
-        let e = ApiError::FetchSessionIdNotFound {
-            session_id: req.session_id,
-        };
-        return encode_fetch_response(
-            correlation_id,
-            ctx.version,
-            FetchResponseData {
-                throttle_time_ms: 0,
-                error_code: e.code(),
-                session_id: 0,
-                topics: Vec::new(),
-            },
-        );
-    }
     let read_committed = req.isolation_level == READ_COMMITTED;
     let (replica_id, replica_epoch) = if ctx.version >= 15 {
         (
@@ -104,6 +95,22 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         (req.replica_id.0, -1)
     };
     let follower = (replica_id >= 0).then_some((replica_id, replica_epoch));
+    let context = session::context(broker, ctx.version, &req);
+    let targets = match session::targets(&context, ctx.version, &req) {
+        Ok(targets) => targets,
+        Err(e) => {
+            return encode_fetch_response(
+                correlation_id,
+                ctx.version,
+                FetchResponseData {
+                    throttle_time_ms: 0,
+                    error_code: session::api_error(e, req.session_id, req.session_epoch).code(),
+                    session_id: INVALID_SESSION_ID,
+                    topics: Vec::new(),
+                },
+            )
+        }
+    };
     // A consumer's client metadata (v11+): its rack, and any replica serves it.
     let client_rack = (ctx.version >= 11 && follower.is_none()).then(|| req.rack_id.as_str());
     // Followers need CLUSTER_ACTION (else every partition is refused),
@@ -111,18 +118,23 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
     // an unknown topic id's (Kafka's order).
     let follower_allowed = follower.is_some() && ctx.authorize_cluster(AclOperation::ClusterAction);
     let mut readable = std::collections::HashMap::<String, bool>::new();
-    let mut topics = Vec::with_capacity(req.topics.len());
-    let mut wanted = Vec::new();
-    for (topic_idx, t) in req.topics.iter().enumerate() {
-        let info = if ctx.version >= 13 {
-            broker.topics.get_by_id(t.topic_id)
-        } else {
-            broker.topics.get(t.topic.as_str())
-        };
-        let (name, id) = match &info {
-            Some(i) => (i.name.clone(), i.id),
-            None => (t.topic.to_string(), t.topic_id),
-        };
+    let mut topics: Vec<TopicData> = Vec::new();
+    let mut wanted = Vec::with_capacity(targets.len());
+    let mut info = None;
+    for (i, target) in targets.iter().enumerate() {
+        if i == 0 || targets[i - 1].group != target.group {
+            info = session::topic_info(broker, &target.key.topic);
+            let (name, id) = session::topic_names(&target.key.topic, info.as_ref());
+            topics.push(TopicData {
+                name,
+                id,
+                partitions: Vec::new(),
+            });
+        }
+        let topic_idx = topics.len() - 1;
+        let name = &topics[topic_idx].name;
+        let p = &target.request;
+        let partition = target.key.partition;
         let denied = if follower.is_some() {
             !follower_allowed
         } else if ctx.version >= 13 && info.is_none() {
@@ -130,50 +142,45 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
         } else {
             !*readable
                 .entry(name.clone())
-                .or_insert_with(|| ctx.authorize(AclOperation::Read, ResourceType::Topic, &name))
+                .or_insert_with(|| ctx.authorize(AclOperation::Read, ResourceType::Topic, name))
         };
-        topics.push(TopicData {
-            name,
-            id,
-            partitions: Vec::with_capacity(t.partitions.len()),
-        });
-        for p in &t.partitions {
-            let target = if denied {
-                Err(ResponseError::TopicAuthorizationFailed)
-            } else {
-                resolve(
-                    broker,
-                    info.as_ref(),
-                    ctx.version,
-                    p.partition,
-                    p.current_leader_epoch,
-                    client_rack.is_some(),
-                )
-                .map_err(|e| e.kind())
-            };
-            let preferred = match (&target, client_rack, &info) {
-                (Ok(log), Some(rack), Some(info)) => {
-                    preferred_read_replica(broker, info, log, p.partition, p.fetch_offset, rack)
-                }
-                _ => None,
-            };
-            let (target, diverging) = match (target, follower, &info) {
-                (Ok(log), Some(f), Some(info)) => match follower_fetch(broker, info, &log, f, p) {
+        let target = if denied {
+            Err(ResponseError::TopicAuthorizationFailed)
+        } else {
+            resolve(
+                broker,
+                info.as_ref(),
+                ctx.version,
+                partition,
+                p.current_leader_epoch,
+                client_rack.is_some(),
+            )
+            .map_err(|e| e.kind())
+        };
+        let preferred = match (&target, client_rack, &info) {
+            (Ok(log), Some(rack), Some(info)) => {
+                preferred_read_replica(broker, info, log, partition, p.fetch_offset, rack)
+            }
+            _ => None,
+        };
+        let (target, diverging) = match (target, follower, &info) {
+            (Ok(log), Some(f), Some(info)) => {
+                match follower_fetch(broker, info, &log, f, partition, p) {
                     Ok(diverging) => (Ok(log), diverging),
                     Err(e) => (Err(e.kind()), None),
-                },
-                (target, ..) => (target, None),
-            };
-            wanted.push(Wanted {
-                topic_idx,
-                partition: p.partition,
-                fetch_offset: p.fetch_offset,
-                partition_max_bytes: p.partition_max_bytes,
-                target,
-                diverging,
-                preferred,
-            });
-        }
+                }
+            }
+            (target, ..) => (target, None),
+        };
+        wanted.push(Wanted {
+            topic_idx,
+            partition,
+            fetch_offset: p.fetch_offset,
+            partition_max_bytes: p.partition_max_bytes,
+            target,
+            diverging,
+            preferred,
+        });
     }
     let min_bytes = req.min_bytes.max(0) as u64;
     let max_bytes = if req.max_bytes <= 0 {
@@ -240,6 +247,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
                 .await;
         }
     };
+    let mut answers = Vec::with_capacity(wanted.len());
     for (w, outcome) in wanted.iter().zip(outcomes) {
         count_fetched(
             broker,
@@ -247,19 +255,16 @@ pub(crate) async fn handle(ctx: &RequestContext, req: FetchRequest) -> Response 
             &outcome,
             follower.is_some(),
         );
-        topics[w.topic_idx]
-            .partitions
-            .push(partition_data(w.partition, outcome, read_committed));
+        answers.push(partition_data(w.partition, outcome, read_committed));
     }
-    encode_fetch_response(
-        correlation_id,
-        ctx.version,
-        FetchResponseData {
-            throttle_time_ms: 0,
-            error_code: NONE,
-            session_id: 0,
-            topics,
-        },
+    session::respond(
+        ctx,
+        &context,
+        &targets,
+        topics,
+        &wanted,
+        answers,
+        follower.is_none(),
     )
 }
 
@@ -350,13 +355,14 @@ fn follower_fetch(
     info: &crate::topics::TopicInfo,
     log: &Arc<Log>,
     (replica, replica_epoch): (i32, i64),
-    p: &kafka_protocol::messages::fetch_request::FetchPartition,
+    partition_index: i32,
+    p: &PartitionRequest,
 ) -> Result<Option<(i32, i64)>, ApiError> {
     let Some(replicas) = &broker.replicas else {
         // Single-node mode has no followers.
         return Err(ApiError::NotLeaderOrFollower);
     };
-    let tp = strata_log::TopicPartition::new(info.name.clone(), p.partition);
+    let tp = strata_log::TopicPartition::new(info.name.clone(), partition_index);
     let partition = replicas
         .get(&tp)
         .filter(|r| Arc::ptr_eq(&r.log, log))
