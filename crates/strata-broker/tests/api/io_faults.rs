@@ -125,3 +125,63 @@ async fn eio_takes_one_dir_offline_and_loses_nothing() {
 async fn a_short_write_takes_one_dir_offline_and_loses_nothing() {
     a_failing_dir_goes_offline_and_the_other_keeps_serving(Fault::ShortWrite).await;
 }
+
+/// Send `n` durable Produce requests back to back on one connection (all in
+/// flight at once) and read the `n` answers: (correlation id, error code,
+/// base offset) in the order they came.
+async fn pipelined_produces(c: &mut Client, topic: &str, n: usize) -> Vec<(i32, i16, i64)> {
+    let mut sent = Vec::new();
+    for i in 0..n {
+        let req = produce_request(topic, 0, batch(2, &format!("p{i}"), 1_000, false), 1);
+        let (id, frame) = c.frame(&req, 9);
+        c.send_raw(&frame).await;
+        sent.push(id);
+    }
+    let mut got = Vec::new();
+    for _ in 0..n {
+        let frame = c.read_frame().await.expect("an answer per request");
+        let (id, resp) = Client::decode::<kafka_protocol::messages::ProduceRequest>(frame, 9);
+        let p = &resp.responses[0].partition_responses[0];
+        got.push((id, p.error_code, p.base_offset));
+    }
+    let order: Vec<i32> = got.iter().map(|g| g.0).collect();
+    assert_eq!(order, sent, "answers in request order");
+    got
+}
+
+/// `strata.durable.append`: a Produce answer says "stored" only once its
+/// records are fsynced. The answer is completed after the connection has
+/// moved on to the next request (requests in flight share fsyncs), so the
+/// fsync's outcome must still reach it: with every fsync failing, no
+/// request in flight may be acknowledged, and without faults every one is,
+/// in request order, at consecutive offsets.
+#[tokio::test]
+async fn durable_produce_is_answered_only_after_its_fsync() {
+    let root = tempfile::tempdir().unwrap();
+    let faults = FaultFs::new();
+    let broker = start_on(root.path(), &[], faults.shared()).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    let durable = [("strata.durable.append", "true")];
+    assert_eq!(create_topic_with(&mut c, "kept", 1, &durable).await, 0);
+    assert_eq!(create_topic_with(&mut c, "unsynced", 1, &durable).await, 0);
+
+    let got = pipelined_produces(&mut c, "kept", 8).await;
+    for (i, (_, code, base)) in got.iter().enumerate() {
+        assert_eq!((*code, *base), (0, 2 * i as i64), "request {i}: {got:?}");
+    }
+
+    // Every fsync of the second topic's files fails from now on.
+    faults.fail_all(Fault::Eio, |op, p: &Path| {
+        op == strata_log::fs::FsOp::Sync && p.to_string_lossy().contains("unsynced-0")
+    });
+    let got = pipelined_produces(&mut c, "unsynced", 8).await;
+    assert!(!faults.injected().is_empty(), "the fsync was attempted");
+    for (i, (_, code, _)) in got.iter().enumerate() {
+        assert_eq!(
+            *code, KAFKA_STORAGE_ERROR,
+            "request {i} acknowledged without fsync: {got:?}"
+        );
+    }
+    drop(c);
+    broker.shutdown().await.unwrap();
+}
