@@ -103,6 +103,9 @@ pub struct BrokerConfig {
     pub max_partitions: usize,
     /// `num.recovery.threads.per.data.dir`.
     pub num_recovery_threads_per_data_dir: usize,
+    /// `strata.log.max.open.files`: segment `.log` descriptors plus index
+    /// mappings the broker keeps open; the least recently used close past it.
+    pub log_max_open_files: usize,
     /// `log.flush.offset.checkpoint.interval.ms`.
     pub log_flush_offset_checkpoint_interval_ms: i64,
     /// `log.flush.start.offset.checkpoint.interval.ms`.
@@ -460,6 +463,15 @@ static TABLE: &[Def] = &[
         |c| c.num_recovery_threads_per_data_dir.to_string(),
     ),
     Def::new(
+        "strata.log.max.open.files",
+        ConfigType::Int,
+        "4096",
+        Validator::AtLeast(strata_log::MIN_MAX_OPEN_FILES as i64),
+        "Strata only: segment files and index mappings kept open in all; the least recently used are closed past it (Kafka keeps one per segment).",
+        |c, v| c.log_max_open_files = usize_of(v),
+        |c| c.log_max_open_files.to_string(),
+    ),
+    Def::new(
         "log.flush.offset.checkpoint.interval.ms",
         ConfigType::Int,
         "60000",
@@ -740,6 +752,7 @@ impl BrokerConfig {
             socket_listen_backlog_size: 0,
             max_partitions: 0,
             num_recovery_threads_per_data_dir: 0,
+            log_max_open_files: 0,
             log_flush_offset_checkpoint_interval_ms: 0,
             log_flush_start_offset_checkpoint_interval_ms: 0,
             cluster_id: None,
