@@ -1243,8 +1243,8 @@ mod tests {
     #[test]
     fn max_open_files_defaults_below_ten_thousand_and_refuses_tiny_values() {
         assert_eq!(BrokerConfig::default().log_max_open_files, 4096);
-        let c = BrokerConfig::from_properties(props(&[("strata.log.max.open.files", "16")]))
-            .unwrap();
+        let c =
+            BrokerConfig::from_properties(props(&[("strata.log.max.open.files", "16")])).unwrap();
         assert_eq!(c.log_max_open_files, 16);
         let err = BrokerConfig::from_properties(props(&[("strata.log.max.open.files", "7")]))
             .unwrap_err();
