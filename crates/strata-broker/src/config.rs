@@ -109,6 +109,9 @@ pub struct BrokerConfig {
     pub fetch_session_eviction_ms: i64,
     /// `num.recovery.threads.per.data.dir`.
     pub num_recovery_threads_per_data_dir: usize,
+    /// `strata.log.max.open.files`: segment `.log` descriptors plus index
+    /// mappings the broker keeps open; the least recently used close past it.
+    pub log_max_open_files: usize,
     /// `log.flush.offset.checkpoint.interval.ms`.
     pub log_flush_offset_checkpoint_interval_ms: i64,
     /// `log.flush.start.offset.checkpoint.interval.ms`.
@@ -484,6 +487,15 @@ static TABLE: &[Def] = &[
         |c| c.num_recovery_threads_per_data_dir.to_string(),
     ),
     Def::new(
+        "strata.log.max.open.files",
+        ConfigType::Int,
+        "4096",
+        Validator::AtLeast(strata_log::MIN_MAX_OPEN_FILES as i64),
+        "Strata only: segment files and index mappings kept open in all; the least recently used are closed past it (Kafka keeps one per segment).",
+        |c, v| c.log_max_open_files = usize_of(v),
+        |c| c.log_max_open_files.to_string(),
+    ),
+    Def::new(
         "log.flush.offset.checkpoint.interval.ms",
         ConfigType::Int,
         "60000",
@@ -766,6 +778,7 @@ impl BrokerConfig {
             fetch_session_cache_slots: 0,
             fetch_session_eviction_ms: 0,
             num_recovery_threads_per_data_dir: 0,
+            log_max_open_files: 0,
             log_flush_offset_checkpoint_interval_ms: 0,
             log_flush_start_offset_checkpoint_interval_ms: 0,
             cluster_id: None,
@@ -1251,6 +1264,18 @@ mod tests {
         assert_eq!(c.request_receive_timeout_ms, 30_000);
         assert_eq!(c.connection_limits, ConnectionLimits::default());
         assert_eq!(c.socket_listen_backlog_size, 50);
+    }
+
+    #[test]
+    fn max_open_files_defaults_below_ten_thousand_and_refuses_tiny_values() {
+        assert_eq!(BrokerConfig::default().log_max_open_files, 4096);
+        let c =
+            BrokerConfig::from_properties(props(&[("strata.log.max.open.files", "16")])).unwrap();
+        assert_eq!(c.log_max_open_files, 16);
+        let err = BrokerConfig::from_properties(props(&[("strata.log.max.open.files", "7")]))
+            .unwrap_err();
+        assert_eq!(err_name(&err), "strata.log.max.open.files");
+        assert!(err.to_string().contains('8'), "{err}");
     }
 
     #[test]

@@ -555,6 +555,7 @@ fn open_logs(
             .high_watermark_checkpoint_interval_ms,
         alter_log_dirs_max_bytes_per_second: config.alter_log_dirs_max_bytes_per_second,
         fs,
+        handles: strata_log::HandleCache::new(config.log_max_open_files),
     };
     let provider_store = store.clone();
     let provider_dynamic = dynamic.clone();

@@ -47,6 +47,8 @@
 //! - `leader_epoch`: the leader-epoch cache and `leader-epoch-checkpoint` ([`LeaderEpochCache`]).
 //! - `metadata`: `partition.metadata`, `meta.properties`, `.kafka_cleanshutdown`
 //!   ([`PartitionMetadata`], [`MetaProperties`]).
+//! - `handles`: the bound on open segment files and index mappings
+//!   (`strata.log.max.open.files`, [`HandleCache`]).
 //! - `index`: the memory-mapped `.index` and `.timeindex` files and the `.txnindex`
 //!   ([`OffsetIndex`], [`TimeIndex`], [`TransactionIndex`]).
 //! - `clock`: injected wall and monotonic time ([`MockClock`] for tests).
@@ -71,6 +73,7 @@ pub mod config;
 mod error;
 pub mod format;
 pub mod fs;
+mod handles;
 mod index;
 mod leader_epoch;
 mod loader;
@@ -87,6 +90,7 @@ pub use checkpoint::{read_checkpoint, CheckpointError, OffsetCheckpointFile};
 pub use clock::{civil_from_days, Clock, MockClock, SharedClock, SystemClock};
 pub use config::{CleanupPolicy, ConfigDef, ConfigError, ConfigType, LogConfig};
 pub use error::{ErrorChain, LogError};
+pub use handles::{HandleCache, HandleStats, DEFAULT_MAX_OPEN_FILES, MIN_MAX_OPEN_FILES};
 pub use index::{
     AbortedTxn, IndexError, IndexOp, OffsetIndex, OffsetPosition, TimeIndex, TransactionIndex,
     TxnIndexSearchResult,

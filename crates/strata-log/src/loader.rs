@@ -27,6 +27,7 @@ use crate::format::{
     self, CLEANED_SUFFIX, DELETED_SUFFIX, KRAFT_CHECKPOINT_DELETED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX,
 };
 use crate::fs::{FileSystem, SharedFs, StdFs};
+use crate::handles::HandleCache;
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::ProducerStateManager;
 use crate::segment::scan::FileBatches;
@@ -46,6 +47,9 @@ pub struct LoadParams {
     /// The file-system seam every file mutation of the log goes through
     /// ([`StdFs`] by default).
     pub fs: SharedFs,
+    /// The bound on open segment files the log's segments count against
+    /// ([`HandleCache::shared_default`] by default).
+    pub handles: Arc<HandleCache>,
 }
 
 impl Default for LoadParams {
@@ -55,6 +59,7 @@ impl Default for LoadParams {
             log_start_offset: Offset(0),
             had_clean_shutdown: false,
             fs: StdFs::shared(),
+            handles: HandleCache::shared_default(),
         }
     }
 }
@@ -341,7 +346,15 @@ pub(crate) fn load(
     });
     let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(logs.len());
     for base in &logs {
-        let seg = Segment::open(fs, dir, *base, segment_config(config, false), now, "")?;
+        let seg = Segment::open(
+            fs,
+            &params.handles,
+            dir,
+            *base,
+            segment_config(config, false),
+            now,
+            "",
+        )?;
         let (index, time_index) = seg.check_index_files();
         if index != IndexFileState::Valid || time_index == IndexFileState::Invalid {
             let psm = producers.at(&segments, *base)?;
@@ -478,6 +491,7 @@ pub(crate) fn load(
     if segments.is_empty() {
         segments.push(Arc::new(Segment::create(
             fs,
+            &params.handles,
             dir,
             params.log_start_offset,
             segment_config(config, true),

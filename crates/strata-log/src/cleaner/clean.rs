@@ -361,6 +361,7 @@ impl Cleaner {
         let cleaned = Arc::new(
             Segment::create(
                 fs,
+                pass.log.handles(),
                 pass.dir,
                 base,
                 cleaned_segment_config(pass.cfg, group, self.io_buffer),
@@ -480,7 +481,8 @@ impl Cleaner {
         let mut pos = 0u64;
         while pos < size {
             self.check_done(&tp)?;
-            let n = read_chunk(src.file(), pos, size, &mut self.buf)
+            let file = src.file().map_err(lerr)?;
+            let n = read_chunk(&file, pos, size, &mut self.buf)
                 .map_err(|e| lerr(LogError::io(src.log_path(), "read segment", e)))?;
             self.throttler.maybe_throttle(n as u64);
             self.out.clear();

@@ -137,7 +137,7 @@ pub fn active_producers_and_records(
     let mut buf = Vec::new();
     for s in segments {
         scan_with_buffer(
-            s.file(),
+            &*s.file()?,
             s.size(),
             &mut producers,
             Some((from, to, &mut n)),

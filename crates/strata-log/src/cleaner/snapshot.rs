@@ -18,7 +18,7 @@ fn first_batch_timestamp(seg: &Segment) -> Result<Timestamp, LogError> {
         return Ok(Timestamp::NONE);
     }
     let mut head = [0u8; RECORD_BATCH_OVERHEAD];
-    seg.file()
+    seg.file()?
         .read_exact_at(&mut head, 0)
         .map_err(|e| LogError::io(seg.log_path(), "read first batch", e))?;
     if head[16] as i8 != MAGIC_V2 {

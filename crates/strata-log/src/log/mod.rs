@@ -36,6 +36,7 @@ use crate::clock::SharedClock;
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::fs::SharedFs;
+use crate::handles::HandleCache;
 use crate::leader_epoch::LeaderEpochCache;
 use crate::segment::{EpochSink, Segment};
 use crate::types::{LeaderEpoch, Offset, Timestamp, TopicPartition};
@@ -157,6 +158,8 @@ pub struct Log {
     tp: TopicPartition,
     /// The file-system seam every file mutation of this log goes through.
     fs: SharedFs,
+    /// The bound on open segment files this log's segments count against.
+    handles: Arc<HandleCache>,
     dir: RwLock<PathBuf>,
     clock: SharedClock,
     health: Arc<DirHealth>,
@@ -262,6 +265,7 @@ impl Log {
         Ok(Arc::new(Log {
             tp,
             fs: params.fs,
+            handles: params.handles,
             dir: RwLock::new(dir.to_path_buf()),
             health,
             config: RwLock::new(Arc::new(config)),
@@ -298,6 +302,11 @@ impl Log {
     /// The file-system seam this log's files are changed through.
     pub fn fs(&self) -> &SharedFs {
         &self.fs
+    }
+
+    /// The handle cache this log's segments open their files through.
+    pub fn handles(&self) -> &Arc<HandleCache> {
+        &self.handles
     }
 
     pub fn dir(&self) -> PathBuf {

@@ -198,7 +198,7 @@ impl Log {
                     continue;
                 };
                 let mut buf = vec![0u8; batch.size as usize];
-                seg.file()
+                seg.file()?
                     .read_exact_at(&mut buf, batch.position)
                     .map_err(|e| LogError::io(seg.log_path(), "read", e))?;
                 if let Some(found) = first_record_at_or_after(&buf, ts, log_start) {
@@ -228,7 +228,7 @@ impl Log {
             .flatten()
             .and_then(|p| {
                 let mut buf = vec![0u8; p.size as usize];
-                seg.file().read_exact_at(&mut buf, p.position).ok()?;
+                seg.file().ok()?.read_exact_at(&mut buf, p.position).ok()?;
                 first_record_at_or_after(&buf, ts, Offset(0))
             });
         Some(found.unwrap_or(TimestampAndOffset {

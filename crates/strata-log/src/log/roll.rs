@@ -110,6 +110,7 @@ impl Log {
         self.flush_locked(state, new_base, false)?;
         let segment = Arc::new(Segment::create(
             &self.fs,
+            &self.handles,
             &dir,
             new_base,
             segment_config(cfg, true),

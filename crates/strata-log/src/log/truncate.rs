@@ -127,6 +127,7 @@ impl Log {
         let cfg = self.config_arc();
         let seg = Segment::create(
             &self.fs,
+            &self.handles,
             &self.dir(),
             offset,
             segment_config(&cfg, true),

@@ -177,6 +177,7 @@ impl LogManager {
             let params = LoadParams {
                 had_clean_shutdown: true,
                 fs: self.config.fs.clone(),
+                handles: self.config.handles.clone(),
                 ..LoadParams::default()
             };
             let log = Log::open(
@@ -549,6 +550,7 @@ impl LogManager {
             log_start_offset: log_start,
             had_clean_shutdown: true,
             fs: self.config.fs.clone(),
+            handles: self.config.handles.clone(),
         };
         let new = match Log::open(
             &live,

@@ -34,6 +34,7 @@ use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::format::{self, DirKind, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
 use crate::fs::{OpenMode, SharedFs, StdFs};
+use crate::handles::HandleCache;
 use crate::loader::LoadParams;
 use crate::log::{DirHealth, Log};
 use crate::metadata;
@@ -68,6 +69,10 @@ pub struct LogManagerConfig {
     /// The file-system seam every file mutation in these dirs goes through
     /// ([`StdFs`] in production; tests inject faults here).
     pub fs: SharedFs,
+    /// The bound on open segment files and index mappings of every log
+    /// here (`strata.log.max.open.files`; [`HandleCache::shared_default`]
+    /// unless set).
+    pub handles: Arc<HandleCache>,
 }
 
 impl LogManagerConfig {
@@ -86,6 +91,7 @@ impl LogManagerConfig {
                 DEFAULT_REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
             alter_log_dirs_max_bytes_per_second: i64::MAX,
             fs: StdFs::shared(),
+            handles: HandleCache::shared_default(),
         }
     }
 }
@@ -462,6 +468,7 @@ impl LogManager {
                 log_start_offset: start,
                 had_clean_shutdown: true,
                 fs: self.config.fs.clone(),
+                handles: self.config.handles.clone(),
             };
             Log::open(
                 &live,
@@ -543,6 +550,7 @@ impl LogManager {
                         log_start_offset: log_starts.get(&parsed.tp).copied().unwrap_or(Offset(0)),
                         had_clean_shutdown: clean,
                         fs: config.fs.clone(),
+                        handles: config.handles.clone(),
                     };
                     let hw = high_watermarks.get(&parsed.tp).copied();
                     let bytes = segment_bytes(&path);
@@ -706,6 +714,7 @@ impl LogManager {
             let params = LoadParams {
                 had_clean_shutdown: true,
                 fs: self.config.fs.clone(),
+                handles: self.config.handles.clone(),
                 ..LoadParams::default()
             };
             let log = Log::open(
@@ -809,6 +818,11 @@ impl LogManager {
             .remove(tp)?;
         log.close_abruptly();
         Some(log)
+    }
+
+    /// The bound on open segment files every log here counts against.
+    pub fn handles(&self) -> &Arc<HandleCache> {
+        &self.config.handles
     }
 
     /// Every configured dir with its state and partitions.

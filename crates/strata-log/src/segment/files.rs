@@ -99,13 +99,17 @@ impl Segment {
             },
             Some(st.txn_path()),
         ];
-        // Drop the mappings first.
+        // Drop the mappings first. The `.log` handle stays until the
+        // segment is dropped: a read that found this segment just before
+        // still gets its bytes.
+        let held = st.open_handles() - usize::from(st.log.is_some());
         let op = std::mem::replace(&mut st.offset_index, Lazy::Unopened(PathBuf::new()));
         let tp = std::mem::replace(&mut st.time_index, Lazy::Unopened(PathBuf::new()));
         let xp = std::mem::replace(&mut st.txn_index, Lazy::Unopened(PathBuf::new()));
         drop(op);
         drop(tp);
         drop(xp);
+        st.cache.closed(held);
         for p in paths.into_iter().flatten() {
             match self.fs.remove_file(&p) {
                 Ok(()) => {}

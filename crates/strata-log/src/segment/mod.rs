@@ -16,12 +16,19 @@
 //!
 //! - The `.log` file is an `Arc<File>` written with positioned writes by the
 //!   single appender (the owning log's append lock serialises appends,
-//!   truncation and renames) and read with positioned reads by anyone.
+//!   truncation and renames) and read with positioned reads by anyone. It is
+//!   opened on demand through the broker's [`HandleCache`] and closed again
+//!   when the cache needs room (`crate::handles`): a user holds its own
+//!   `Arc`, so closing never pulls a descriptor from under a read or write.
+//!   The same goes for the indexes, which the cache unmaps when idle.
+//! - Lock order: `state`, then the cache's registry; the cache only ever
+//!   `try_lock`s a segment.
 //! - `size` is the committed logical size, stored (Release) only after the
 //!   bytes and the index entries are written; readers load it (Acquire) and
 //!   never look past it.
-//! - `state` (a `Mutex`) guards the indexes and the roll/timestamp counters.
-//!   It is held only for index work, never across a `.log` write or scan.
+//! - `state` (a `Mutex`) guards the open `.log` handle, the indexes and the
+//!   roll/timestamp counters. It is held for index work and the append's
+//!   write, never across a scan.
 
 mod files;
 pub(crate) mod producers;
@@ -35,12 +42,13 @@ pub use scan::BatchSummary;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::format;
 use crate::fs::{OpenMode, SharedFs};
+use crate::handles::{FileHolder, HandleCache};
 use crate::index::{
     AbortedTxn, IndexError, OffsetIndex, TimeIndex, TimestampOffset, TransactionIndex,
     TxnIndexSearchResult,
@@ -110,11 +118,19 @@ enum Lazy<T> {
     Open(T),
 }
 
-/// Index state and counters, guarded by `Segment::state`.
+/// Open files, index state and counters, guarded by `SegmentFiles::state`.
 struct SegmentState {
-    /// The seam the indexes are opened through (the segment's own).
+    /// The seam the files are opened through (the segment's own).
     fs: SharedFs,
+    /// Counts what this segment holds open; may close it (`try_close`).
+    cache: Arc<HandleCache>,
     log_path: PathBuf,
+    /// The `.log` while open (`None` = closed by the cache or not yet opened).
+    log: Option<Arc<File>>,
+    /// `Some(max)` while the segment takes appends: an offset or time index
+    /// (re)opened is grown to `max` (it was trimmed when the cache closed
+    /// it, or is a trimmed file at load).
+    active_index_size: Option<usize>,
     offset_index: Lazy<OffsetIndex>,
     time_index: Lazy<TimeIndex>,
     txn_index: Lazy<TransactionIndex>,
@@ -135,14 +151,22 @@ struct SegmentState {
 pub struct Segment {
     fs: SharedFs,
     base_offset: Offset,
-    file: Arc<File>,
+    files: Arc<SegmentFiles>,
     size: AtomicU64,
     /// After an append: (next offset − base) << 32 | size, published with
     /// one store after `size`, so a reader gets a matching pair (the
     /// position of the log end without a scan); [`END_UNKNOWN`] until the
     /// first append and after recovery or truncation.
     end_mark: AtomicU64,
+}
+
+/// What the handle cache may close: the segment's lock and its last use.
+struct SegmentFiles {
     state: Mutex<SegmentState>,
+    /// Cache clock at the last use (least-recently-used order).
+    last_used: AtomicU64,
+    /// Registry id in the cache.
+    id: u64,
 }
 
 /// [`Segment::end_mark`] not known.
@@ -191,11 +215,13 @@ pub(crate) fn floor_segment(segs: &[Arc<Segment>], offset: Offset) -> Option<usi
 impl<T> Lazy<T> {
     fn get(
         &mut self,
+        cache: &HandleCache,
         open: impl FnOnce(&Path) -> Result<T, IndexError>,
     ) -> Result<&mut T, IndexError> {
         if let Lazy::Unopened(path) = self {
             let index = open(path)?;
             *self = Lazy::Open(index);
+            cache.opened(1);
         }
         match self {
             Lazy::Open(t) => Ok(t),
@@ -207,21 +233,49 @@ impl<T> Lazy<T> {
 impl SegmentState {
     fn offset_index(&mut self, base: Offset) -> Result<&mut OffsetIndex, IndexError> {
         let max = self.max_index_size;
+        let grow = self.active_index_size;
         let fs = &self.fs;
-        self.offset_index
-            .get(|p| OffsetIndex::open(fs, p, base, max, true))
+        self.offset_index.get(&self.cache, |p| {
+            let mut i = OffsetIndex::open(fs, p, base, max, true)?;
+            if let Some(size) = grow {
+                i.resize(size)?;
+            }
+            Ok(i)
+        })
     }
 
     fn time_index(&mut self, base: Offset) -> Result<&mut TimeIndex, IndexError> {
         let max = self.max_index_size;
+        let grow = self.active_index_size;
         let fs = &self.fs;
-        self.time_index
-            .get(|p| TimeIndex::open(fs, p, base, max, true))
+        self.time_index.get(&self.cache, |p| {
+            let mut i = TimeIndex::open(fs, p, base, max, true)?;
+            if let Some(size) = grow {
+                i.resize(size)?;
+            }
+            Ok(i)
+        })
     }
 
     fn txn_index(&mut self, base: Offset) -> Result<&mut TransactionIndex, IndexError> {
         let fs = &self.fs;
-        self.txn_index.get(|p| TransactionIndex::open(fs, p, base))
+        self.txn_index
+            .get(&self.cache, |p| TransactionIndex::open(fs, p, base))
+    }
+
+    /// The `.log`, reopened through the seam when the cache closed it.
+    fn log_file(&mut self) -> Result<Arc<File>, LogError> {
+        if let Some(f) = &self.log {
+            return Ok(f.clone());
+        }
+        let file = Arc::new(
+            self.fs
+                .open(&self.log_path, OpenMode::ReadWrite)
+                .map_err(|e| LogError::io(&self.log_path, "open segment", e))?,
+        );
+        self.log = Some(file.clone());
+        self.cache.opened(1);
+        Ok(file)
     }
 
     fn txn_path(&self) -> PathBuf {
@@ -229,6 +283,82 @@ impl SegmentState {
             Lazy::Unopened(p) => p.clone(),
             Lazy::Open(i) => i.path().to_path_buf(),
         }
+    }
+
+    /// Handles held: the `.log` and each open index.
+    fn open_handles(&self) -> usize {
+        usize::from(self.log.is_some())
+            + usize::from(matches!(self.offset_index, Lazy::Open(_)))
+            + usize::from(matches!(self.time_index, Lazy::Open(_)))
+            + usize::from(matches!(self.txn_index, Lazy::Open(_)))
+    }
+
+    /// Close the `.log` (if idle, or `in_use`) and every index; a
+    /// preallocated index is first trimmed to its entries so that a reopen
+    /// counts exactly them. An index whose trim fails stays open (the error
+    /// shows again on the segment's own next use). Returns how many closed.
+    fn close_handles(&mut self, in_use: bool) -> usize {
+        let mut n = 0;
+        if let Some(f) = &self.log {
+            if in_use || Arc::strong_count(f) == 1 {
+                self.log = None;
+                n += 1;
+            }
+        }
+        if let Lazy::Open(i) = &mut self.offset_index {
+            if i.trim_to_valid_size().is_ok() {
+                let path = i.path().to_path_buf();
+                self.offset_index = Lazy::Unopened(path);
+                n += 1;
+            }
+        }
+        if let Lazy::Open(i) = &mut self.time_index {
+            if i.trim_to_valid_size().is_ok() {
+                let path = i.path().to_path_buf();
+                self.time_index = Lazy::Unopened(path);
+                n += 1;
+            }
+        }
+        if let Lazy::Open(i) = &self.txn_index {
+            let path = i.path().to_path_buf();
+            self.txn_index = Lazy::Unopened(path);
+            n += 1;
+        }
+        n
+    }
+}
+
+impl FileHolder for SegmentFiles {
+    fn last_used(&self) -> u64 {
+        self.last_used.load(Ordering::Relaxed)
+    }
+
+    fn open_handles(&self) -> usize {
+        match self.state.try_lock() {
+            Ok(st) => st.open_handles(),
+            Err(TryLockError::Poisoned(e)) => e.into_inner().open_handles(),
+            // Busy means in use: count it as holding something.
+            Err(TryLockError::WouldBlock) => 1,
+        }
+    }
+
+    fn try_close(&self, in_use: bool) -> usize {
+        let mut st = match self.state.try_lock() {
+            Ok(st) => st,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return 0,
+        };
+        let n = st.close_handles(in_use);
+        st.cache.closed(n);
+        n
+    }
+}
+
+impl Drop for SegmentFiles {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        st.cache.closed(st.open_handles());
+        st.cache.forget(self.id);
     }
 }
 
@@ -246,6 +376,7 @@ impl Segment {
     /// I/O errors creating or preallocating the file.
     pub fn create(
         fs: &SharedFs,
+        handles: &Arc<HandleCache>,
         dir: &Path,
         base_offset: Offset,
         config: SegmentConfig,
@@ -267,9 +398,10 @@ impl Segment {
         }
         let seg = Self::build(
             fs,
+            handles,
             dir,
             base_offset,
-            file,
+            Some(file),
             0,
             physical_len,
             config,
@@ -277,21 +409,28 @@ impl Segment {
             suffix,
             log_path,
         );
-        // A new segment's max is known without touching the time index.
-        seg.lock().max_timestamp = Some(TimestampOffset {
-            timestamp: Timestamp::NONE,
-            offset: base_offset,
-        });
+        {
+            let mut st = seg.lock();
+            // A new segment's max is known without touching the time index.
+            st.max_timestamp = Some(TimestampOffset {
+                timestamp: Timestamp::NONE,
+                offset: base_offset,
+            });
+            // It takes appends until rolled: indexes reopen at full size.
+            st.active_index_size = Some(config.max_index_size);
+        }
         Ok(seg)
     }
 
     /// Open an existing segment; its logical size is the file length (a
     /// zero tail left by preallocation is cut by [`Segment::recover`]).
+    /// Only a `stat`: the `.log` is opened when first read or written.
     ///
     /// # Errors
-    /// I/O errors opening the file.
+    /// I/O errors reading the file's length.
     pub fn open(
         fs: &SharedFs,
+        handles: &Arc<HandleCache>,
         dir: &Path,
         base_offset: Offset,
         config: SegmentConfig,
@@ -299,18 +438,15 @@ impl Segment {
         suffix: &str,
     ) -> Result<Segment, LogError> {
         let log_path = format::log_file(dir, base_offset, suffix);
-        let file = fs
-            .open(&log_path, OpenMode::ReadWrite)
-            .map_err(|e| LogError::io(&log_path, "open segment", e))?;
-        let len = file
-            .metadata()
+        let len = std::fs::metadata(&log_path)
             .map_err(|e| LogError::io(&log_path, "stat segment", e))?
             .len();
         Ok(Self::build(
             fs,
+            handles,
             dir,
             base_offset,
-            file,
+            None,
             len,
             len,
             config,
@@ -323,9 +459,10 @@ impl Segment {
     #[allow(clippy::too_many_arguments)]
     fn build(
         fs: &SharedFs,
+        handles: &Arc<HandleCache>,
         dir: &Path,
         base_offset: Offset,
-        file: File,
+        file: Option<File>,
         size: u64,
         physical_len: u64,
         config: SegmentConfig,
@@ -333,34 +470,52 @@ impl Segment {
         suffix: &str,
         log_path: PathBuf,
     ) -> Segment {
+        let opened = file.is_some();
+        let state = SegmentState {
+            fs: fs.clone(),
+            cache: handles.clone(),
+            log_path,
+            log: file.map(Arc::new),
+            active_index_size: None,
+            offset_index: Lazy::Unopened(format::index_file(dir, base_offset, suffix)),
+            time_index: Lazy::Unopened(format::time_index_file(dir, base_offset, suffix)),
+            txn_index: Lazy::Unopened(format::txn_index_file(dir, base_offset, suffix)),
+            max_index_size: config.max_index_size,
+            index_interval_bytes: config.index_interval_bytes.max(0) as usize,
+            bytes_since_last_index_entry: 0,
+            rolling_based_timestamp: None,
+            max_timestamp: None,
+            created_ms: now_ms,
+            roll_jitter_ms: config.roll_jitter_ms,
+            physical_len,
+        };
+        let files = Arc::new_cyclic(|me: &std::sync::Weak<SegmentFiles>| {
+            let holder: std::sync::Weak<dyn FileHolder> = me.clone();
+            SegmentFiles {
+                state: Mutex::new(state),
+                last_used: AtomicU64::new(handles.tick()),
+                id: handles.register(holder),
+            }
+        });
+        if opened {
+            handles.opened(1);
+        }
         Segment {
             fs: fs.clone(),
             base_offset,
-            file: Arc::new(file),
+            files,
             size: AtomicU64::new(size),
             end_mark: AtomicU64::new(END_UNKNOWN),
-            state: Mutex::new(SegmentState {
-                fs: fs.clone(),
-                log_path,
-                offset_index: Lazy::Unopened(format::index_file(dir, base_offset, suffix)),
-                time_index: Lazy::Unopened(format::time_index_file(dir, base_offset, suffix)),
-                txn_index: Lazy::Unopened(format::txn_index_file(dir, base_offset, suffix)),
-                max_index_size: config.max_index_size,
-                index_interval_bytes: config.index_interval_bytes.max(0) as usize,
-                bytes_since_last_index_entry: 0,
-                rolling_based_timestamp: None,
-                max_timestamp: None,
-                created_ms: now_ms,
-                roll_jitter_ms: config.roll_jitter_ms,
-                physical_len,
-            }),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, SegmentState> {
+        let files = &self.files;
+        let st = files.state.lock().unwrap_or_else(|e| e.into_inner());
         // A panic while holding the lock leaves counters, not files, stale:
         // continue with them.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        files.last_used.store(st.cache.tick(), Ordering::Relaxed);
+        st
     }
 
     pub fn base_offset(&self) -> Offset {
@@ -372,9 +527,19 @@ impl Segment {
         self.size.load(Ordering::Acquire)
     }
 
-    /// The `.log` file, shared with readers.
-    pub fn file(&self) -> &Arc<File> {
-        &self.file
+    /// The `.log` file, shared with readers; opened (through the seam)
+    /// when the handle cache had closed it. Hold the `Arc` only for the
+    /// read or write at hand: while held, the descriptor stays open.
+    ///
+    /// # Errors
+    /// The error reopening the file.
+    pub fn file(&self) -> Result<Arc<File>, LogError> {
+        self.lock().log_file()
+    }
+
+    /// Handles this segment holds open now (tests, tools).
+    pub fn open_handles(&self) -> usize {
+        self.lock().open_handles()
     }
 
     /// The `.log` file's last-modified time in ms since the epoch (Kafka
@@ -385,11 +550,15 @@ impl Segment {
     /// # Errors
     /// The stat error.
     pub fn last_modified_ms(&self) -> Result<i64, LogError> {
-        let modified = self
-            .file
-            .metadata()
+        let st = self.lock();
+        // Under the lock, so a rename cannot race the `stat` by path.
+        let meta = match &st.log {
+            Some(f) => f.metadata(),
+            None => std::fs::metadata(&st.log_path),
+        };
+        let modified = meta
             .and_then(|m| m.modified())
-            .map_err(|e| LogError::io(self.log_path(), "stat segment", e))?;
+            .map_err(|e| LogError::io(&st.log_path, "stat segment", e))?;
         Ok(modified
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
@@ -452,8 +621,9 @@ impl Segment {
         if pos == 0 {
             st.rolling_based_timestamp = Some(largest_timestamp);
         }
+        let file = st.log_file()?;
         self.fs
-            .write_at(&self.file, &st.log_path, records, pos)
+            .write_at(&file, &st.log_path, records, pos)
             .map_err(|e| LogError::io(&st.log_path, "append", e))?;
         let max = self.max_timestamp_locked(&mut st)?;
         if largest_timestamp > max.timestamp {
@@ -543,7 +713,8 @@ impl Segment {
             timestamp: last.timestamp,
             offset: last.offset,
         };
-        let mut it = FileBatches::new(&self.file, pos.0 as u64, self.size(), LOOKUP_CHUNK);
+        let file = st.log_file()?;
+        let mut it = FileBatches::new(&file, pos.0 as u64, self.size(), LOOKUP_CHUNK);
         while let Some(item) = it.next_header() {
             match item {
                 Ok(b) if b.max_timestamp > best.timestamp => {
@@ -595,7 +766,8 @@ impl Segment {
         from: u64,
         end: u64,
     ) -> Result<Option<OffsetPositionInSegment>, LogError> {
-        let mut it = FileBatches::new(&self.file, from, end, LOOKUP_CHUNK);
+        let file = self.file()?;
+        let mut it = FileBatches::new(&file, from, end, LOOKUP_CHUNK);
         while let Some(item) = it.next_header() {
             match item {
                 Ok(b) if b.last_offset >= offset => {
@@ -639,7 +811,7 @@ impl Segment {
         let end = max_position.min(self.size());
         let len = end.saturating_sub(found.position).min(adjusted_max);
         Ok(Some(SegmentSlice {
-            file: self.file.clone(),
+            file: self.file()?,
             position: found.position,
             len,
         }))
@@ -658,7 +830,8 @@ impl Segment {
             idx.lookup(last).position.0 as u64
         };
         let mut next = self.base_offset;
-        let mut it = FileBatches::new(&self.file, from, self.size(), LOOKUP_CHUNK);
+        let file = self.file()?;
+        let mut it = FileBatches::new(&file, from, self.size(), LOOKUP_CHUNK);
         while let Some(item) = it.next_header() {
             match item {
                 Ok(b) => next = b.next_offset(),
@@ -705,7 +878,8 @@ impl Segment {
         ts_in_append: Timestamp,
     ) -> Result<i64, LogError> {
         if st.rolling_based_timestamp.is_none() {
-            let mut it = FileBatches::new(&self.file, 0, self.size(), LOOKUP_CHUNK);
+            let file = st.log_file()?;
+            let mut it = FileBatches::new(&file, 0, self.size(), LOOKUP_CHUNK);
             if let Some(Ok(b)) = it.next_header() {
                 st.rolling_based_timestamp = Some(b.max_timestamp);
             }
@@ -731,6 +905,8 @@ impl Segment {
         st.time_index(base)
             .and_then(|i| i.trim_to_valid_size())
             .map_err(idx_err)?;
+        // Rolled: a reopened index keeps its trimmed size.
+        st.active_index_size = None;
         self.trim_log(&mut st)
     }
 
@@ -745,8 +921,9 @@ impl Segment {
     fn trim_log(&self, st: &mut SegmentState) -> Result<(), LogError> {
         let size = self.size();
         if st.physical_len != size {
+            let file = st.log_file()?;
             self.fs
-                .set_len(&self.file, &st.log_path, size)
+                .set_len(&file, &st.log_path, size)
                 .map_err(|e| LogError::io(&st.log_path, "trim segment", e))?;
             st.physical_len = size;
         }
@@ -759,10 +936,7 @@ impl Segment {
     /// # Errors
     /// I/O and index errors.
     pub fn flush(&self) -> Result<(), LogError> {
-        let path = self.log_path();
-        self.fs
-            .sync(&self.file, &path)
-            .map_err(|e| LogError::io(&path, "fsync", e))?;
+        self.sync_log()?;
         let mut st = self.lock();
         let base = self.base_offset;
         st.offset_index(base)
@@ -782,10 +956,18 @@ impl Segment {
     ///
     /// # Errors
     /// The fsync error.
+    ///
+    /// A `.log` the cache closed is reopened to sync it: `fsync` on any
+    /// descriptor makes the file's written data durable, so what needs a
+    /// sync is tracked by the log (its durable offset and recovery point),
+    /// never by the handle.
     pub fn sync_log(&self) -> Result<(), LogError> {
-        let path = self.log_path();
+        let (file, path) = {
+            let mut st = self.lock();
+            (st.log_file()?, st.log_path.clone())
+        };
         self.fs
-            .sync(&self.file, &path)
+            .sync(&file, &path)
             .map_err(|e| LogError::io(&path, "fsync", e))
     }
 
@@ -803,16 +985,19 @@ impl Segment {
     ///
     /// # Errors
     /// Index errors.
+    ///
+    /// An index not open yet is only marked: it is grown when first opened,
+    /// so loading 10,000 partitions maps no index.
     pub fn resize_indexes(&self, max_index_size: usize) -> Result<(), LogError> {
         let mut st = self.lock();
         st.max_index_size = max_index_size;
-        let base = self.base_offset;
-        st.offset_index(base)
-            .and_then(|i| i.resize(max_index_size))
-            .map_err(idx_err)?;
-        st.time_index(base)
-            .and_then(|i| i.resize(max_index_size))
-            .map_err(idx_err)?;
+        st.active_index_size = Some(max_index_size);
+        if let Lazy::Open(i) = &mut st.offset_index {
+            i.resize(max_index_size).map_err(idx_err)?;
+        }
+        if let Lazy::Open(i) = &mut st.time_index {
+            i.resize(max_index_size).map_err(idx_err)?;
+        }
         Ok(())
     }
 
@@ -875,7 +1060,8 @@ impl Segment {
                 .position
                 .0 as u64
         };
-        let mut it = FileBatches::new(&self.file, pos, self.size(), LOOKUP_CHUNK);
+        let file = self.file()?;
+        let mut it = FileBatches::new(&file, pos, self.size(), LOOKUP_CHUNK);
         while let Some(item) = it.next_header() {
             match item {
                 Ok(b) if b.max_timestamp >= ts && b.last_offset >= starting_offset => {
@@ -975,7 +1161,8 @@ impl Segment {
     /// I/O errors; a corrupt batch ends the list.
     pub fn batch_summaries(&self) -> Result<Vec<BatchSummary>, LogError> {
         let mut out = Vec::new();
-        let mut it = FileBatches::new(&self.file, 0, self.size(), SCAN_CHUNK);
+        let file = self.file()?;
+        let mut it = FileBatches::new(&file, 0, self.size(), SCAN_CHUNK);
         while let Some(item) = it.next_header() {
             match item {
                 Ok(b) => out.push(b),

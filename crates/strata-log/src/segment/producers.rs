@@ -46,8 +46,8 @@ fn scan_segment(
     end: Offset,
     sink: &mut BatchSink<'_>,
 ) -> Result<(), RebuildError> {
-    let file = segment.file();
-    let mut batches = FileBatches::new(file, 0, segment.size(), REBUILD_CHUNK);
+    let file = segment.file().map_err(RebuildError::Log)?;
+    let mut batches = FileBatches::new(&file, 0, segment.size(), REBUILD_CHUNK);
     while let Some(next) = batches.next_batch() {
         let (summary, bytes) = match next {
             Ok(b) => b,

@@ -136,7 +136,8 @@ impl Segment {
             });
         }
         let mut valid_end = from;
-        let mut it = FileBatches::new(&self.file, from, end, SCAN_CHUNK);
+        let file = self.file()?;
+        let mut it = FileBatches::new(&file, from, end, SCAN_CHUNK);
         while let Some(item) = it.next_batch() {
             match item {
                 Ok((b, bytes)) if batch_is_valid(b.magic, bytes) => valid_end = b.position + b.size,
@@ -190,8 +191,8 @@ impl Segment {
             offset: base,
         };
         let interval = st.index_interval_bytes as u64;
-        let physical = self
-            .file
+        let file = st.log_file()?;
+        let physical = file
             .metadata()
             .map_err(|e| LogError::io(&st.log_path, "stat segment", e))?
             .len();
@@ -200,7 +201,7 @@ impl Segment {
         let mut batches = 0;
         let mut next_offset = base;
         let mut invalid_at = None;
-        let mut it = FileBatches::new(&self.file, 0, physical, SCAN_CHUNK);
+        let mut it = FileBatches::new(&file, 0, physical, SCAN_CHUNK);
         while let Some(item) = it.next_batch() {
             let (b, bytes) = match item {
                 Ok(x) => x,
@@ -258,7 +259,7 @@ impl Segment {
         let truncated = physical - valid;
         if truncated > 0 {
             self.fs
-                .set_len(&self.file, &st.log_path, valid)
+                .set_len(&file, &st.log_path, valid)
                 .map_err(|e| LogError::io(&st.log_path, "truncate segment", e))?;
         }
         st.physical_len = valid;
@@ -305,7 +306,8 @@ impl Segment {
             })
             .map_err(idx_err)?;
         let mut written = 0;
-        let mut it = FileBatches::new(&self.file, 0, self.size(), SCAN_CHUNK);
+        let file = st.log_file()?;
+        let mut it = FileBatches::new(&file, 0, self.size(), SCAN_CHUNK);
         while let Some(item) = it.next_batch() {
             let (b, bytes) = match item {
                 Ok(x) => x,
@@ -333,6 +335,7 @@ impl Segment {
         let base = self.base_offset;
         let mut st = self.lock();
         let max_size = st.max_index_size;
+        st.active_index_size = Some(max_size);
         st.offset_index(base)
             .and_then(|i| {
                 i.truncate_to(offset)?;
@@ -352,8 +355,9 @@ impl Segment {
             return Ok(0);
         };
         let old = self.size();
+        let file = st.log_file()?;
         self.fs
-            .set_len(&self.file, &st.log_path, found.position)
+            .set_len(&file, &st.log_path, found.position)
             .map_err(|e| LogError::io(&st.log_path, "truncate segment", e))?;
         st.physical_len = found.position;
         self.size.store(found.position, Ordering::Release);

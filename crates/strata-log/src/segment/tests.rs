@@ -61,6 +61,7 @@ fn new_segment_has_only_a_log_until_touched() {
     let dir = tempfile::tempdir().unwrap();
     let seg = Segment::create(
         &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
         dir.path(),
         Offset(40),
         cfg(4096),
@@ -80,6 +81,7 @@ fn append_overflow_writes_nothing() {
     for (base, largest) in [(0i64, 1i64 << 31), (100, 10), (1 << 31, 0)] {
         let seg = Segment::create(
             &crate::fs::StdFs::shared(),
+            &crate::HandleCache::shared_default(),
             dir.path(),
             Offset(base),
             cfg(0),
@@ -93,7 +95,7 @@ fn append_overflow_writes_nothing() {
             .unwrap_err();
         assert!(matches!(err, LogError::OffsetOverflow { .. }), "{err}");
         assert_eq!(seg.size(), 0);
-        assert_eq!(seg.file().metadata().unwrap().len(), 0);
+        assert_eq!(seg.file().unwrap().metadata().unwrap().len(), 0);
     }
 }
 
@@ -103,6 +105,7 @@ fn sparse_index_rule_gives_14_entries_for_30_appends() {
     let s = batch(0, 1, 0, 20, 0).len() as i32;
     let seg = Segment::create(
         &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
         dir.path(),
         Offset(0),
         cfg(2 * s - 1),
@@ -130,6 +133,7 @@ fn reads_follow_kafkas_edge_cases() {
     let dir = tempfile::tempdir().unwrap();
     let seg = Segment::create(
         &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
         dir.path(),
         Offset(40),
         cfg(0),
@@ -166,6 +170,7 @@ fn truncate_in_gap_removes_the_later_batch() {
     let dir = tempfile::tempdir().unwrap();
     let seg = Segment::create(
         &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
         dir.path(),
         Offset(40),
         cfg(0),
@@ -184,6 +189,7 @@ fn recovery_cuts_corruption_and_rebuilds_indexes() {
     let dir = tempfile::tempdir().unwrap();
     let seg = Segment::create(
         &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
         dir.path(),
         Offset(0),
         cfg(0),
@@ -200,7 +206,7 @@ fn recovery_cuts_corruption_and_rebuilds_indexes() {
     seg.flush().unwrap();
     // Corrupt a byte of batch 6's records.
     let pos: u64 = sizes[..6].iter().sum::<u64>() + 70;
-    std::os::unix::fs::FileExt::write_all_at(&**seg.file(), &[0xff], pos).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&*seg.file().unwrap(), &[0xff], pos).unwrap();
     let r = seg.recover(None, None).unwrap();
     assert_eq!(r.batches, 6);
     assert_eq!(r.next_offset, Offset(12));
@@ -218,15 +224,27 @@ fn preallocated_log_is_trimmed_on_close_and_reopens_with_same_size() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = cfg(0);
     c.preallocate_bytes = Some(10_000);
-    let seg =
-        Segment::create(&crate::fs::StdFs::shared(), dir.path(), Offset(0), c, 0, "").unwrap();
+    let seg = Segment::create(
+        &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
+        dir.path(),
+        Offset(0),
+        c,
+        0,
+        "",
+    )
+    .unwrap();
     let b = batch(0, 3, 0, 10, 0);
     append(&seg, &b);
-    assert_eq!(seg.file().metadata().unwrap().len(), 10_000);
+    assert_eq!(seg.file().unwrap().metadata().unwrap().len(), 10_000);
     seg.close().unwrap();
-    assert_eq!(seg.file().metadata().unwrap().len(), b.len() as u64);
+    assert_eq!(
+        seg.file().unwrap().metadata().unwrap().len(),
+        b.len() as u64
+    );
     let again = Segment::open(
         &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
         dir.path(),
         Offset(0),
         cfg(0),
@@ -245,6 +263,7 @@ fn roll_conditions() {
     c.roll_jitter_ms = 30;
     let seg = Segment::create(
         &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
         dir.path(),
         Offset(0),
         c,
@@ -286,6 +305,7 @@ fn suffix_change_does_not_materialise_lazy_indexes() {
     let dir = tempfile::tempdir().unwrap();
     let seg = Segment::create(
         &crate::fs::StdFs::shared(),
+        &crate::HandleCache::shared_default(),
         dir.path(),
         Offset(0),
         cfg(0),

@@ -17,6 +17,7 @@ mod cleaner_service;
 mod crash_kill;
 mod disk_full;
 mod fixtures;
+mod handle_limit;
 mod high_watermark;
 mod idempotence;
 mod index_layout;

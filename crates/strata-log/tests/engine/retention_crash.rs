@@ -148,6 +148,7 @@ fn a_crash_at_each_step_of_segment_deletion_reopens_consistently() {
                 log_start_offset: Offset(0),
                 had_clean_shutdown: false,
                 fs: strata_log::fs::StdFs::shared(),
+                handles: strata_log::HandleCache::shared_default(),
             },
         );
         let names = file_names(&dir);

@@ -79,7 +79,8 @@ impl Cleaner {
         let mut keyed: Vec<([u8; HASH_SIZE], Offset, u64)> = Vec::new();
         while pos < size {
             self.check_done(tp)?;
-            let n = read_chunk(seg.file(), pos, size, &mut self.buf)
+            let file = seg.file().map_err(lerr)?;
+            let n = read_chunk(&file, pos, size, &mut self.buf)
                 .map_err(|e| lerr(LogError::io(seg.log_path(), "read segment", e)))?;
             self.throttler.maybe_throttle(n as u64);
             let mut consumed = 0;
