@@ -2,7 +2,9 @@
 //! reconcile them, bind), the accept loop with its connection limits
 //! (`max.connections`, a semaphore taken before `accept`, so excess clients
 //! wait in the listen backlog until a connection closes or expires; and
-//! `max.connections.per.ip`, checked after `accept`), and graceful shutdown (stop accepting,
+//! `max.connections.per.ip`, checked after `accept`; every connection draws
+//! on one broker-wide `queued.max.requests` / `queued.max.request.bytes`
+//! bound, `request_queue`), and graceful shutdown (stop accepting,
 //! let connections finish their current request, then `LogManager::shutdown`
 //! which flushes, checkpoints and writes the clean-shutdown markers).
 
@@ -28,6 +30,7 @@ use crate::listener_runtime::{AuthFailures, ListenerRuntime};
 use crate::partition_sync;
 use crate::reconcile;
 use crate::replication::ReplicaManager;
+use crate::request_queue::RequestQueue;
 use crate::security::store::SecurityStore;
 use crate::stats::BrokerStats;
 use crate::stats::Stats;
@@ -241,6 +244,10 @@ fn serve(
 ) -> Result<BrokerHandle, BrokerError> {
     let (done_tx, done_rx) = mpsc::channel::<()>(1);
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
+    let queue = Arc::new(RequestQueue::new(
+        broker.config.queued_max_requests,
+        broker.config.queued_max_request_bytes,
+    ));
     let quotas = ConnectionQuotas::new(broker.config.connection_limits.clone());
     let local_addr = listeners[0].local_addr;
     let listener_addrs = listeners
@@ -274,6 +281,7 @@ fn serve(
             broker.clone(),
             limit.clone(),
             quotas.clone(),
+            queue.clone(),
             shutdown_rx.clone(),
             done_tx.clone(),
         )));
@@ -655,6 +663,7 @@ async fn accept_loop(
     broker: Arc<Broker>,
     limit: Arc<Semaphore>,
     quotas: Arc<ConnectionQuotas>,
+    queue: Arc<RequestQueue>,
     mut shutdown: watch::Receiver<bool>,
     done: mpsc::Sender<()>,
 ) {
@@ -690,8 +699,9 @@ async fn accept_loop(
                 let shutdown = shutdown.clone();
                 let done = done.clone();
                 let runtime = runtime.clone();
+                let queue = queue.clone();
                 tokio::spawn(async move {
-                    connection::run(broker, runtime, socket, shutdown).await;
+                    connection::run(broker, runtime, queue, socket, shutdown).await;
                     drop(slot);
                     drop(permit);
                     drop(done);
