@@ -279,9 +279,11 @@ fn serve(
             bound.socket,
             runtime,
             broker.clone(),
-            limit.clone(),
-            quotas.clone(),
-            queue.clone(),
+            Limits {
+                connections: limit.clone(),
+                per_ip: quotas.clone(),
+                requests: queue.clone(),
+            },
             shutdown_rx.clone(),
             done_tx.clone(),
         )));
@@ -657,19 +659,25 @@ async fn refresh_jwks(
     }
 }
 
+/// What every listener's connections share: `max.connections`,
+/// `max.connections.per.ip` and the request-queue bound.
+struct Limits {
+    connections: Arc<Semaphore>,
+    per_ip: Arc<ConnectionQuotas>,
+    requests: Arc<RequestQueue>,
+}
+
 async fn accept_loop(
     listener: TcpListener,
     runtime: Arc<ListenerRuntime>,
     broker: Arc<Broker>,
-    limit: Arc<Semaphore>,
-    quotas: Arc<ConnectionQuotas>,
-    queue: Arc<RequestQueue>,
+    limits: Limits,
     mut shutdown: watch::Receiver<bool>,
     done: mpsc::Sender<()>,
 ) {
     loop {
         let permit = tokio::select! {
-            p = limit.clone().acquire_owned() => match p {
+            p = limits.connections.clone().acquire_owned() => match p {
                 Ok(p) => p,
                 Err(_) => return,
             },
@@ -681,7 +689,7 @@ async fn accept_loop(
         };
         match accepted {
             Ok((socket, peer)) => {
-                let slot = match quotas.acquire(peer.ip()) {
+                let slot = match limits.per_ip.acquire(peer.ip()) {
                     Ok(slot) => slot,
                     Err(refused) => {
                         Stats::add(&broker.stats.connections_rejected, 1);
@@ -699,7 +707,7 @@ async fn accept_loop(
                 let shutdown = shutdown.clone();
                 let done = done.clone();
                 let runtime = runtime.clone();
-                let queue = queue.clone();
+                let queue = limits.requests.clone();
                 tokio::spawn(async move {
                     connection::run(broker, runtime, queue, socket, shutdown).await;
                     drop(slot);
