@@ -240,6 +240,8 @@ impl Broker {
         T: Send + 'static,
     {
         let this = self.clone();
+        // The request keeps its `queued.max.requests` slot while here.
+        let _in_storage = crate::request_queue::storage_call();
         match tokio::task::spawn_blocking(move || f(&this)).await {
             Ok(v) => v,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),

@@ -87,6 +87,13 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// `max.connections`: concurrent client connections.
     pub max_connections: usize,
+    /// `queued.max.requests`: requests read from their sockets and not yet
+    /// answered or parked in a purgatory, broker-wide; when that many are
+    /// in, connections stop reading until one leaves (Kafka default 500).
+    pub queued_max_requests: usize,
+    /// `queued.max.request.bytes`: bytes of such requests, broker-wide;
+    /// `None` (Kafka's -1, or any value <= 0) is unbounded.
+    pub queued_max_request_bytes: Option<u64>,
     /// `connections.max.idle.ms`: a connection with no request in flight and no
     /// byte of a new one received for this long is closed (Kafka default 10 min).
     pub connections_max_idle_ms: u64,
@@ -404,6 +411,27 @@ static TABLE: &[Def] = &[
         "Maximum connections to the broker.",
         |c, v| c.max_connections = usize_of(v),
         |c| c.max_connections.to_string(),
+    ),
+    Def::new(
+        "queued.max.requests",
+        ConfigType::Int,
+        "500",
+        Validator::AtLeast(1),
+        "The number of queued requests allowed before no more requests are read.",
+        |c, v| c.queued_max_requests = usize_of(v),
+        |c| c.queued_max_requests.to_string(),
+    ),
+    Def::new(
+        "queued.max.request.bytes",
+        ConfigType::Long,
+        "-1",
+        Validator::Any,
+        "The number of queued bytes allowed before no more requests are read (-1: unbounded).",
+        |c, v| c.queued_max_request_bytes = u64::try_from(v.long()).ok().filter(|b| *b > 0),
+        |c| {
+            c.queued_max_request_bytes
+                .map_or("-1".to_string(), |b| b.to_string())
+        },
     ),
     Def::new(
         "connections.max.idle.ms",
@@ -770,6 +798,8 @@ impl BrokerConfig {
             auto_create_topics_enable: false,
             socket_request_max_bytes: 0,
             max_connections: 0,
+            queued_max_requests: 0,
+            queued_max_request_bytes: None,
             connections_max_idle_ms: 0,
             request_receive_timeout_ms: 0,
             connection_limits: ConnectionLimits::default(),
@@ -1210,6 +1240,7 @@ mod tests {
                 "not a boolean (true or false)",
             ),
             ("offsets.topic.num.partitions", "0", "must be at least 1"),
+            ("queued.max.requests", "0", "must be at least 1"),
             ("remote.log.reader.threads", "0", "must be at least 1"),
             ("log.cleaner.threads", "-1", "must be at least 0"),
             (
@@ -1264,6 +1295,23 @@ mod tests {
         assert_eq!(c.request_receive_timeout_ms, 30_000);
         assert_eq!(c.connection_limits, ConnectionLimits::default());
         assert_eq!(c.socket_listen_backlog_size, 50);
+        assert_eq!(c.queued_max_requests, 500);
+        assert_eq!(c.queued_max_request_bytes, None);
+    }
+
+    #[test]
+    fn queued_max_request_bytes_is_unbounded_at_zero_or_below_as_in_kafka() {
+        let bytes = |v: &str| {
+            BrokerConfig::from_properties(props(&[("queued.max.request.bytes", v)]))
+                .unwrap()
+                .queued_max_request_bytes
+        };
+        assert_eq!(bytes("-1"), None);
+        assert_eq!(bytes("0"), None);
+        assert_eq!(bytes("1048576"), Some(1_048_576));
+        let err = BrokerConfig::from_properties(props(&[("queued.max.request.bytes", "lots")]))
+            .unwrap_err();
+        assert_eq!(err_name(&err), "queued.max.request.bytes");
     }
 
     #[test]

@@ -16,6 +16,26 @@
 //! has no such deadline: a sender of one byte a second keeps a Kafka
 //! connection forever). Memory for a frame is reserved as its bytes arrive,
 //! not when its size prefix announces them.
+//!
+//! Back-pressure ([`crate::request_queue`], `docs/broker.md`): a frame's
+//! bytes are taken from the broker-wide `queued.max.request.bytes` budget
+//! once its size prefix is in, and the whole frame takes one of
+//! `queued.max.requests` slots before it is dispatched; a connection waiting
+//! for either reads nothing, so its client's bytes back up into TCP. Toward
+//! the client, the reader queues at most [`WRITE_BACKLOG_BYTES`] of unsent
+//! responses (and at least one): a client that stops reading its socket
+//! stops having its requests read, and pins at most about two responses
+//! (their memory and segment files), never a thread — the writer waits for
+//! socket space on the event loop (`sendfile(2)` on a non-blocking socket).
+//!
+//! Fairness: the writer gives up its worker thread after each
+//! [`SENDFILE_CHUNK`] of a large response, so one huge fetch to a fast
+//! reader is interleaved with everyone else's small ones.
+//!
+//! Idle connections cost little: the read buffer is allocated when bytes
+//! arrive and dropped between frames, the writer's coalescing buffer only
+//! while it writes, and the request being handled lives in its own
+//! allocation ([`request_queue::handle`] boxes it).
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -34,7 +54,7 @@ use tokio::io::{
 };
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use tokio_rustls::server::TlsStream;
@@ -44,6 +64,7 @@ use crate::broker::Broker;
 use crate::dispatch;
 use crate::listener_runtime::ListenerRuntime;
 use crate::listeners::SecurityProtocol;
+use crate::request_queue::{self, RequestQueue};
 use crate::response::{Response, ResponsePart};
 use crate::security::session::ANONYMOUS;
 use crate::security::Session;
@@ -51,6 +72,14 @@ use crate::stats::Stats;
 
 /// Responses queued per connection before the reader waits for the writer.
 const WRITE_QUEUE: usize = 16;
+/// Bytes of responses a connection queues, unsent, before it reads its next
+/// request (a larger response is queued alone). Small answers (produce
+/// acks) still pipeline; a large fetch answer must mostly leave before the
+/// connection's next request is read, as Kafka mutes a channel until its
+/// response is sent.
+pub(crate) const WRITE_BACKLOG_BYTES: usize = 1 << 20;
+/// Largest `sendfile(2)` per call; the writer yields its worker after each.
+const SENDFILE_CHUNK: usize = 1 << 20;
 /// Small parts are gathered into one buffer up to this size per write.
 const COALESCE_BYTES: usize = 64 * 1024;
 /// How long shutdown waits for a connection's queued answers to be written.
@@ -117,6 +146,17 @@ enum Writer {
     Tls(WriteHalf<TlsStream<TcpStream>>),
 }
 
+impl Reader {
+    /// Wait until the socket has bytes (or an error or EOF) to read; a TLS
+    /// reader returns at once (its session buffers anyway).
+    async fn ready(&self) -> io::Result<()> {
+        match self {
+            Reader::Plain(r) => r.readable().await,
+            Reader::Tls(_) => Ok(()),
+        }
+    }
+}
+
 impl AsyncRead for Reader {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -158,10 +198,11 @@ impl AsyncWrite for Writer {
 }
 
 /// Serve one connection until the peer closes it, a frame is rejected or
-/// the broker shuts down.
+/// the broker shuts down. `queue` is the broker-wide request bound.
 pub(crate) async fn run(
     broker: Arc<Broker>,
     runtime: Arc<ListenerRuntime>,
+    queue: Arc<RequestQueue>,
     socket: TcpStream,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -227,19 +268,20 @@ pub(crate) async fn run(
             principal,
         },
     );
-    let (tx, rx) = mpsc::channel::<Response>(WRITE_QUEUE);
+    let (tx, rx) = mpsc::channel::<Queued>(WRITE_QUEUE);
+    let backlog = Arc::new(Semaphore::new(WRITE_BACKLOG_BYTES));
     let writer_task = tokio::spawn(write_loop(writer, rx, broker.clone()));
-    let mut buf = BytesMut::with_capacity(8 * 1024);
+    let mut buf = BytesMut::new();
     loop {
         let frame_limits = FrameLimits {
             max_bytes: auth.max_frame(limits.max_bytes),
             ..limits
         };
         let frame = tokio::select! {
-            frame = read_frame(&mut reader, &mut buf, frame_limits) => frame,
+            frame = read_frame(&mut reader, &mut buf, frame_limits, &queue) => frame,
             _ = shutdown.changed() => break,
         };
-        let frame = match frame {
+        let (frame, bytes) = match frame {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
             Err(FrameError::Io(error))
@@ -271,6 +313,10 @@ pub(crate) async fn run(
                 break;
             }
         };
+        let admission = tokio::select! {
+            a = queue.admit(bytes) => a,
+            _ = shutdown.changed() => break,
+        };
         Stats::add(&broker.stats.requests, 1);
         let gated = match auth.gate(&broker, &frame) {
             Gate::Dispatch => None,
@@ -279,6 +325,7 @@ pub(crate) async fn run(
             Gate::Close => break,
         };
         if let Some((response, close, delay)) = gated {
+            drop(admission);
             if !delay.is_zero() {
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
@@ -286,7 +333,7 @@ pub(crate) async fn run(
                 }
             }
             let sent = tokio::select! {
-                r = tx.send(response) => r.is_ok(),
+                r = queue_response(&tx, &backlog, response) => r,
                 _ = shutdown.changed() => false,
             };
             if !sent || close {
@@ -294,12 +341,17 @@ pub(crate) async fn run(
             }
             continue;
         }
-        match dispatch::dispatch(&broker, frame, auth.session()).await {
+        let handled = request_queue::handle(
+            admission,
+            dispatch::dispatch(&broker, frame, auth.session()),
+        )
+        .await;
+        match handled {
             Ok(Some(response)) => {
                 let throttle = response.throttle;
                 // A client that stops reading must not hold up shutdown.
                 let sent = tokio::select! {
-                    r = tx.send(response) => r.is_ok(),
+                    r = queue_response(&tx, &backlog, response) => r,
                     _ = shutdown.changed() => false,
                 };
                 if !sent {
@@ -348,24 +400,38 @@ pub(crate) async fn run(
     }
 }
 
-/// Read one frame (without its size prefix). `Ok(None)` on a clean EOF.
+/// Read one frame (without its size prefix) and its share of the
+/// `queued.max.request.bytes` budget, taken once the size prefix is in and
+/// before the body is read. `Ok(None)` on a clean EOF.
 ///
 /// Bytes of a following frame may already sit in `buf` (pipelined requests);
-/// they count as that frame's first bytes, received now.
+/// they count as that frame's first bytes, received now. Waiting for the
+/// byte budget is the broker's doing: the frame's deadline starts again
+/// after it. An empty `buf` holds no memory between frames, and none is
+/// allocated until the socket is readable.
 ///
 /// # Errors
 /// [`FrameError::Idle`] when no byte arrives within `limits.idle`,
 /// [`FrameError::SlowFrame`] when a started frame is not complete within
 /// `limits.receive`, [`FrameError::TooLarge`], [`FrameError::Truncated`], or
 /// the socket's error.
-pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
-    reader: &mut R,
+async fn read_frame(
+    reader: &mut Reader,
     buf: &mut BytesMut,
     limits: FrameLimits,
-) -> Result<Option<Bytes>, FrameError> {
+    queue: &RequestQueue,
+) -> Result<Option<(Bytes, Option<OwnedSemaphorePermit>)>, FrameError> {
     let idle_deadline = Instant::now() + limits.idle;
     let mut frame_deadline = (!buf.is_empty()).then(|| Instant::now() + limits.receive);
     let mut expected = 0;
+    let mut reserved: Option<Option<OwnedSemaphorePermit>> = None;
+    if buf.is_empty() {
+        // An idle connection waits here without a buffer.
+        match tokio::time::timeout_at(idle_deadline, reader.ready()).await {
+            Ok(ready) => ready?,
+            Err(_elapsed) => return Err(FrameError::Idle { idle: limits.idle }),
+        }
+    }
     loop {
         if buf.len() >= 4 {
             let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
@@ -375,10 +441,22 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
                     max: limits.max_bytes,
                 });
             }
+            if reserved.is_none() {
+                let bytes = queue.reserve_bytes(size as usize).await;
+                if bytes.is_some() {
+                    frame_deadline = Some(Instant::now() + limits.receive);
+                }
+                reserved = Some(bytes);
+            }
             let total = 4 + size as usize;
             if buf.len() >= total {
                 buf.advance(4);
-                return Ok(Some(buf.split_to(size as usize).freeze()));
+                let frame = buf.split_to(size as usize).freeze();
+                if buf.is_empty() {
+                    // Give back what the frame's buffer still reserves.
+                    *buf = BytesMut::new();
+                }
+                return Ok(Some((frame, reserved.flatten())));
             }
             expected = total;
             buf.reserve((total - buf.len()).min(READ_RESERVE_STEP));
@@ -419,16 +497,39 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     }
 }
 
+/// A response on its way to the writer, with its share of the connection's
+/// [`WRITE_BACKLOG_BYTES`] (given back once its bytes are written or
+/// coalesced).
+type Queued = (Response, OwnedSemaphorePermit);
+
+/// Queue `response` for the writer once the unsent backlog leaves room for
+/// it (a response larger than the whole backlog waits until it is empty).
+/// `false` when the writer is gone.
+async fn queue_response(
+    tx: &mpsc::Sender<Queued>,
+    backlog: &Arc<Semaphore>,
+    response: Response,
+) -> bool {
+    let share = usize::try_from(response.len())
+        .unwrap_or(usize::MAX)
+        .clamp(1, WRITE_BACKLOG_BYTES) as u32;
+    let Ok(permit) = backlog.clone().acquire_many_owned(share).await else {
+        return false; // never closed
+    };
+    tx.send((response, permit)).await.is_ok()
+}
+
 /// Write responses in queue order, coalescing small ones.
 async fn write_loop(
     mut writer: Writer,
-    mut rx: mpsc::Receiver<Response>,
+    mut rx: mpsc::Receiver<Queued>,
     broker: Arc<Broker>,
 ) -> io::Result<()> {
-    let mut pending = BytesMut::with_capacity(COALESCE_BYTES);
+    // Allocated while there is something to write, not while idle.
+    let mut pending = BytesMut::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
-        while let Some(mut response) = next {
+        while let Some((mut response, _backlog_share)) = next {
             if let Some(later) = response.later.take() {
                 // What is ready goes out now; then this answer, once its
                 // durable append is fsynced.
@@ -446,6 +547,9 @@ async fn write_loop(
                         if pending.is_empty() && bytes.len() >= COALESCE_BYTES {
                             writer.write_all(&bytes).await?;
                         } else {
+                            if pending.capacity() == 0 {
+                                pending.reserve(COALESCE_BYTES);
+                            }
                             pending.extend_from_slice(&bytes);
                             if pending.len() >= COALESCE_BYTES {
                                 writer.write_all(&pending).await?;
@@ -471,8 +575,8 @@ async fn write_loop(
         }
         if !pending.is_empty() {
             writer.write_all(&pending).await?;
-            pending.clear();
         }
+        pending = BytesMut::new();
     }
     writer.shutdown().await
 }
@@ -525,7 +629,7 @@ async fn send_file(stream: &TcpStream, slice: &FileSlice, stats: &Stats) -> io::
     let file_fd = slice.file.as_raw_fd();
     let sock_fd = stream.as_raw_fd();
     while (offset as u64) < end {
-        let remaining = (end - offset as u64).min(1 << 30) as usize;
+        let remaining = (end - offset as u64).min(SENDFILE_CHUNK as u64) as usize;
         stream.writable().await?;
         let result = stream.try_io(Interest::WRITABLE, || {
             // SAFETY: both descriptors are open for the duration of the call
@@ -548,6 +652,11 @@ async fn send_file(stream: &TcpStream, slice: &FileSlice, stats: &Stats) -> io::
             Ok(n) => {
                 Stats::add(&stats.sendfile_calls, 1);
                 Stats::add(&stats.sendfile_bytes, n as u64);
+                // `writable()` takes no cooperative budget: without this a
+                // fast reader of a huge answer would keep the worker.
+                if (offset as u64) < end {
+                    tokio::task::yield_now().await;
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

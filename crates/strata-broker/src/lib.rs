@@ -13,6 +13,8 @@
 //! - `connection`: frames in, responses out in order; zero-copy writer; idle
 //!   and frame-arrival deadlines.
 //! - `connection_quotas`: per-client-address connection limits.
+//! - `request_queue`: the broker-wide bound on requests in hand
+//!   (`queued.max.requests`, `queued.max.request.bytes`).
 //! - `protocol_log`: rate-limited INFO lines for protocol errors.
 //! - `request_log`: the request logger (`kafka.request.logger`), one DEBUG line per request.
 //! - `dispatch`: header decoding, version checks, routing to `apis`.
@@ -89,6 +91,7 @@ mod reconcile;
 mod remote_metadata;
 mod replication;
 mod request_log;
+mod request_queue;
 mod response;
 mod scrape;
 mod security;

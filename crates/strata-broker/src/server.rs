@@ -2,7 +2,9 @@
 //! reconcile them, bind), the accept loop with its connection limits
 //! (`max.connections`, a semaphore taken before `accept`, so excess clients
 //! wait in the listen backlog until a connection closes or expires; and
-//! `max.connections.per.ip`, checked after `accept`), and graceful shutdown (stop accepting,
+//! `max.connections.per.ip`, checked after `accept`; every connection draws
+//! on one broker-wide `queued.max.requests` / `queued.max.request.bytes`
+//! bound, `request_queue`), and graceful shutdown (stop accepting,
 //! let connections finish their current request, then `LogManager::shutdown`
 //! which flushes, checkpoints and writes the clean-shutdown markers).
 
@@ -28,6 +30,7 @@ use crate::listener_runtime::{AuthFailures, ListenerRuntime};
 use crate::partition_sync;
 use crate::reconcile;
 use crate::replication::ReplicaManager;
+use crate::request_queue::RequestQueue;
 use crate::security::store::SecurityStore;
 use crate::stats::BrokerStats;
 use crate::stats::Stats;
@@ -241,6 +244,10 @@ fn serve(
 ) -> Result<BrokerHandle, BrokerError> {
     let (done_tx, done_rx) = mpsc::channel::<()>(1);
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
+    let queue = Arc::new(RequestQueue::new(
+        broker.config.queued_max_requests,
+        broker.config.queued_max_request_bytes,
+    ));
     let quotas = ConnectionQuotas::new(broker.config.connection_limits.clone());
     let local_addr = listeners[0].local_addr;
     let listener_addrs = listeners
@@ -272,8 +279,11 @@ fn serve(
             bound.socket,
             runtime,
             broker.clone(),
-            limit.clone(),
-            quotas.clone(),
+            Limits {
+                connections: limit.clone(),
+                per_ip: quotas.clone(),
+                requests: queue.clone(),
+            },
             shutdown_rx.clone(),
             done_tx.clone(),
         )));
@@ -650,18 +660,25 @@ async fn refresh_jwks(
     }
 }
 
+/// What every listener's connections share: `max.connections`,
+/// `max.connections.per.ip` and the request-queue bound.
+struct Limits {
+    connections: Arc<Semaphore>,
+    per_ip: Arc<ConnectionQuotas>,
+    requests: Arc<RequestQueue>,
+}
+
 async fn accept_loop(
     listener: TcpListener,
     runtime: Arc<ListenerRuntime>,
     broker: Arc<Broker>,
-    limit: Arc<Semaphore>,
-    quotas: Arc<ConnectionQuotas>,
+    limits: Limits,
     mut shutdown: watch::Receiver<bool>,
     done: mpsc::Sender<()>,
 ) {
     loop {
         let permit = tokio::select! {
-            p = limit.clone().acquire_owned() => match p {
+            p = limits.connections.clone().acquire_owned() => match p {
                 Ok(p) => p,
                 Err(_) => return,
             },
@@ -673,7 +690,7 @@ async fn accept_loop(
         };
         match accepted {
             Ok((socket, peer)) => {
-                let slot = match quotas.acquire(peer.ip()) {
+                let slot = match limits.per_ip.acquire(peer.ip()) {
                     Ok(slot) => slot,
                     Err(refused) => {
                         Stats::add(&broker.stats.connections_rejected, 1);
@@ -691,8 +708,9 @@ async fn accept_loop(
                 let shutdown = shutdown.clone();
                 let done = done.clone();
                 let runtime = runtime.clone();
+                let queue = limits.requests.clone();
                 tokio::spawn(async move {
-                    connection::run(broker, runtime, socket, shutdown).await;
+                    connection::run(broker, runtime, queue, socket, shutdown).await;
                     drop(slot);
                     drop(permit);
                     drop(done);

@@ -108,6 +108,12 @@ fn own_values(c: &BrokerConfig, advertised: &[Listener]) -> Vec<(&'static str, S
             c.socket_request_max_bytes.to_string(),
         ),
         ("max.connections", c.max_connections.to_string()),
+        ("queued.max.requests", c.queued_max_requests.to_string()),
+        (
+            "queued.max.request.bytes",
+            c.queued_max_request_bytes
+                .map_or("-1".to_string(), |b| b.to_string()),
+        ),
         (
             "max.incremental.fetch.session.cache.slots",
             c.fetch_session_cache_slots.to_string(),

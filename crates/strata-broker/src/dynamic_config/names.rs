@@ -24,7 +24,6 @@ const OTHER_KAFKA_CONFIGS: &[&str] = &[
     "num.network.threads",
     "num.io.threads",
     "background.threads",
-    "queued.max.requests",
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "socket.listen.backlog.size",

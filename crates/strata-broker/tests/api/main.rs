@@ -14,6 +14,7 @@ mod etcd;
 mod admin;
 mod api_versions;
 mod authorization;
+mod back_pressure;
 mod bad_requests;
 mod broker_configs;
 mod cluster;
