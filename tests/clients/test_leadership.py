@@ -13,6 +13,8 @@ the replicas end byte-identical and broker 1's copy is deleted.
 
 from __future__ import annotations
 
+import signal
+
 from confluent_kafka import ElectionType, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -100,8 +102,8 @@ def test_reassignment_moves_a_partition_to_a_new_broker(etcd, cluster_factory, j
     wait_for_full_isr(cluster, topic, 1)
     start = partition_state(cluster, topic, 0)
     assert sorted(start.replicas) == [1, 2, 3]
-    cluster_factory(etcd.endpoint, count=1, first_node_id=4,
-                    overrides={"auto.leader.rebalance.enable": "false"})
+    newcomer = cluster_factory(etcd.endpoint, count=1, first_node_id=4,
+                               overrides={"auto.leader.rebalance.enable": "false"})
     old_copy = cluster.broker(1).log_dir / f"{topic}-0"
     assert old_copy.is_dir()
 
@@ -110,7 +112,13 @@ def test_reassignment_moves_a_partition_to_a_new_broker(etcd, cluster_factory, j
     writer = IdempotentWriter(cluster.bootstrap, topic, 0).start()
     wait_until(lambda: len(writer.acked) >= 200, 30, "writes before the move")
 
-    lines = java.run("LeadershipOps", "reassignAndList", cluster.bootstrap, topic, 0, "2,3,4")
+    # Broker 4 is paused while the reassignment is listed: a fast machine would otherwise finish
+    # copying the partition to it before ListPartitionReassignments runs, and nothing is ongoing.
+    newcomer.broker(4).process.send_signal(signal.SIGSTOP)
+    try:
+        lines = java.run("LeadershipOps", "reassignAndList", cluster.bootstrap, topic, 0, "2,3,4")
+    finally:
+        newcomer.broker(4).process.send_signal(signal.SIGCONT)
     assert lines[0] == {"event": "reassign", "partition": 0, "error": None}, lines
     ongoing = [line for line in lines if line["event"] == "ongoing"]
     assert ongoing == [{"event": "ongoing", "topic": topic, "partition": 0, "replicas": [2, 3, 4, 1],
