@@ -330,6 +330,13 @@ impl LeaderEpochCache {
             return false;
         }
         let last_removed = self.epochs[removed - 1];
+        if removed == 1 && last_removed.start_offset == start_offset {
+            // The first entry already starts there: nothing changes (and
+            // nothing needs writing: every start-up truncates to the log
+            // start, and a rewrite of each partition's file cost thousands
+            // of fsyncs).
+            return false;
+        }
         self.epochs.drain(..removed - 1);
         self.epochs[0] = EpochEntry {
             epoch: last_removed.epoch,

@@ -183,7 +183,8 @@ fn truncate_from_start() {
     };
     check(-1, &[e(2, 6), e(3, 8), e(4, 11)], false);
     check(1, &[e(2, 6), e(3, 8), e(4, 11)], false);
-    check(6, &[e(2, 6), e(3, 8), e(4, 11)], true);
+    // The first entry already starts at 6: nothing changes, nothing to write.
+    check(6, &[e(2, 6), e(3, 8), e(4, 11)], false);
     check(8, &[e(3, 8), e(4, 11)], true);
     check(9, &[e(3, 9), e(4, 11)], true);
     check(11, &[e(4, 11)], true);
@@ -193,6 +194,10 @@ fn truncate_from_start() {
     assert_eq!(c.entries(), [e(0, 5), e(1, 7), e(2, 10)]);
     let (_d, mut c) = cache();
     assert!(!c.truncate_from_start(Offset(7)));
+    // What every start-up does with a log that starts at its first epoch.
+    let (_d, mut c) = with(&[(0, 0)]);
+    assert!(!c.truncate_from_start(Offset(0)));
+    assert!(!c.is_dirty());
 }
 
 #[test]

@@ -496,8 +496,13 @@ impl Log {
         *self.segments.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(segments);
     }
 
+    /// Write the epoch checkpoint if it differs from the file (every change
+    /// that is not written at once marks the cache dirty).
     fn flush_epochs(&self) -> Result<(), LogError> {
         let mut cache = self.lock_epochs();
+        if !cache.is_dirty() {
+            return Ok(());
+        }
         cache.flush().map_err(|e| LogError::Checkpoint {
             path: cache.path().to_path_buf(),
             source: Box::new(e),
