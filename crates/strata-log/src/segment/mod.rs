@@ -822,13 +822,7 @@ impl Segment {
     /// # Errors
     /// I/O and index errors.
     pub fn read_next_offset(&self) -> Result<Offset, LogError> {
-        let from = {
-            let mut st = self.lock();
-            let base = self.base_offset;
-            let idx = st.offset_index(base).map_err(idx_err)?;
-            let last = idx.last_offset();
-            idx.lookup(last).position.0 as u64
-        };
+        let from = self.last_index_position()?;
         let mut next = self.base_offset;
         let file = self.file()?;
         let mut it = FileBatches::new(&file, from, self.size(), LOOKUP_CHUNK);
@@ -840,6 +834,28 @@ impl Segment {
             }
         }
         Ok(next)
+    }
+
+    /// The `.log` position of the offset index's last entry (0 without
+    /// one). An index not opened yet is not mapped for this: at load it holds
+    /// exactly its entries (trimmed at close, checked by
+    /// [`Self::check_index_files`]), so one `pread` of its last entry does,
+    /// where mapping it (and growing it back to `segment.index.bytes`) for
+    /// every partition made start-up of thousands of partitions slow.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub(crate) fn last_index_position(&self) -> Result<u64, LogError> {
+        let mut st = self.lock();
+        if let Lazy::Unopened(path) = &st.offset_index {
+            return last_indexed_position(path)
+                .map_err(|e| LogError::io(path, "read the last index entry", e));
+        }
+        let idx = st.offset_index(self.base_offset).map_err(idx_err)?;
+        Ok(match idx.entries() {
+            0 => 0,
+            n => idx.entry(n - 1).position.0 as u64,
+        })
     }
 
     /// Kafka `shouldRoll` (§8.4): the first reason that holds, if any.
@@ -1176,3 +1192,23 @@ impl Segment {
 
 #[cfg(test)]
 mod tests;
+
+/// The `.log` position of the last entry of the offset index at `path`
+/// (0 for a missing or empty file).
+fn last_indexed_position(path: &std::path::Path) -> std::io::Result<u64> {
+    use crate::codec::index::{IndexSlot, OffsetSlot};
+    use std::os::unix::fs::FileExt;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    let entry = OffsetSlot::SIZE as u64;
+    if len < entry {
+        return Ok(0);
+    }
+    let mut last = [0u8; OffsetSlot::SIZE];
+    file.read_exact_at(&mut last, (len / entry - 1) * entry)?;
+    Ok(u64::try_from(OffsetSlot::decode(&last).position).unwrap_or(0))
+}

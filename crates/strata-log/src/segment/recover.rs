@@ -118,14 +118,7 @@ impl Segment {
     /// I/O and index errors.
     pub fn check_tail(&self) -> Result<TailCheck, LogError> {
         let base = self.base_offset;
-        let from = {
-            let mut st = self.lock();
-            let idx = st.offset_index(base).map_err(idx_err)?;
-            match idx.entries() {
-                0 => 0,
-                n => idx.entry(n - 1).position.0 as u64,
-            }
-        };
+        let from = self.last_index_position()?;
         let end = self.size();
         if from > end {
             return Ok(TailCheck {

@@ -8,6 +8,7 @@ mod cleaner_util;
 #[path = "../common/mod.rs"]
 mod common;
 
+mod clean_restart;
 mod clean_tail;
 mod cleaner;
 mod cleaner_history;
