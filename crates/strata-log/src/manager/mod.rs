@@ -18,11 +18,11 @@ mod high_watermark;
 mod log_dir_move;
 mod retention;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -1024,6 +1024,50 @@ impl LogManager {
     /// # Errors
     /// The first error met that is not a storage failure (later dirs are
     /// still shut down).
+    /// Close every log (flush, trim the indexes, the clean-shutdown
+    /// producer snapshot) with `num.recovery.threads.per.data.dir` threads
+    /// per log dir, as Kafka's shutdown does: a close is a handful of fsyncs,
+    /// and thousands of partitions closed one after another made a clean
+    /// stop take minutes. Logs of an offline dir are closed without I/O.
+    /// Returns the logs whose close failed, with their errors.
+    fn close_all(&self, logs: &[Arc<Log>]) -> Vec<(Arc<Log>, LogError)> {
+        let threads = self.config.recovery_threads_per_data_dir.max(1);
+        let mut by_dir: HashMap<PathBuf, Vec<Arc<Log>>> = HashMap::new();
+        for log in logs {
+            if !log.dir_health().is_online() {
+                log.close_abruptly();
+                continue;
+            }
+            let dir = log
+                .dir()
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            by_dir.entry(dir).or_default().push(log.clone());
+        }
+        let failures = Mutex::new(Vec::new());
+        let dirs: Vec<(&Vec<Arc<Log>>, AtomicUsize)> =
+            by_dir.values().map(|l| (l, AtomicUsize::new(0))).collect();
+        std::thread::scope(|s| {
+            for (dir_logs, next) in &dirs {
+                let failures = &failures;
+                for _ in 0..threads.min(dir_logs.len()) {
+                    s.spawn(move || loop {
+                        let i = next.fetch_add(1, Ordering::AcqRel);
+                        let Some(log) = dir_logs.get(i) else { break };
+                        if let Err(e) = log.close() {
+                            failures
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((log.clone(), e));
+                        }
+                    });
+                }
+            }
+        });
+        failures.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn shutdown(&self) -> Result<(), LogError> {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return Ok(());
@@ -1057,14 +1101,8 @@ impl LogManager {
                 first_err.get_or_insert(e);
             }
         };
-        for log in &logs {
-            if !log.dir_health().is_online() {
-                log.close_abruptly();
-                continue;
-            }
-            if let Err(e) = log.close() {
-                failed(self.dir_of(log), e);
-            }
+        for (log, e) in self.close_all(&logs) {
+            failed(self.dir_of(&log), e);
         }
         // Marks a failing dir offline itself.
         if let Err(e) = self.checkpoint_all() {
