@@ -117,7 +117,6 @@ impl Segment {
     /// # Errors
     /// I/O and index errors.
     pub fn check_tail(&self) -> Result<TailCheck, LogError> {
-        let base = self.base_offset;
         let from = self.last_index_position()?;
         let end = self.size();
         if from > end {
