@@ -5,12 +5,14 @@
 //! (docs/architecture.md decision 2). All partitions of a request are appended in one
 //! blocking task, in request order. Single broker: after an append the high
 //! watermark moves to the log end offset; with durable appends the data is
-//! fsynced (group commit in the log) before the answer. That fsync is not
-//! waited for here: the outcome carries it as [`PendingFlush`]es, which the
-//! dispatcher completes in a task of its own while the connection goes on to
-//! read (and append) the client's next request, and the answer is written, in
-//! request order, once the fsync covers it. A client with several requests in
-//! flight thus has them share one fsync instead of waiting for one each.
+//! fsynced (group commit in the log) before the answer. The outcome carries
+//! that fsync as [`PendingFlush`]es, which the dispatcher completes in a task
+//! of its own, the answer written in request order once it is done. Today the
+//! engine's `append_as_leader` already fsyncs a durable append before it
+//! returns, so the pending flush finds it done and the connection still waits
+//! for each fsync; letting the connection read and append the next request
+//! meanwhile needs an append that leaves the fsync (and the high watermark
+//! move) to this flush — open work (docs/broker.md, Produce).
 //!
 //! Cluster mode: the high watermark is what the ISR holds (`replication`).
 //! acks=all is admitted only while the committed ISR reaches the effective

@@ -170,7 +170,10 @@ async fn durable_produce_is_answered_only_after_its_fsync() {
         assert_eq!((*code, *base), (0, 2 * i as i64), "request {i}: {got:?}");
     }
 
-    // Every fsync of the second topic's files fails from now on.
+    // One acknowledged produce first, so that what creating the partition's files syncs is done;
+    // then every fsync of the second topic's files fails.
+    let first = pipelined_produces(&mut c, "unsynced", 1).await;
+    assert_eq!((first[0].1, first[0].2), (0, 0), "{first:?}");
     faults.fail_all(Fault::Eio, |op, p: &Path| {
         op == strata_log::fs::FsOp::Sync && p.to_string_lossy().contains("unsynced-0")
     });
