@@ -529,18 +529,7 @@ async fn write_loop(
     let mut pending = BytesMut::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
-        while let Some((mut response, _backlog_share)) = next {
-            if let Some(later) = response.later.take() {
-                // What is ready goes out now; then this answer, once its
-                // durable append is fsynced.
-                if !pending.is_empty() {
-                    writer.write_all(&pending).await?;
-                    pending.clear();
-                }
-                response = later
-                    .await
-                    .map_err(|_| io::Error::other("a durable Produce answer was lost"))?;
-            }
+        while let Some((response, _backlog_share)) = next {
             for part in response.parts {
                 match part {
                     ResponsePart::Mem(bytes) => {

@@ -63,26 +63,7 @@ pub(crate) async fn dispatch(
         session: session.clone(),
     };
     let line = RequestLine::of(&ctx);
-    let mut result = apis::handle(ctx, buf).await;
-    if let Ok(Some(response)) = &mut result {
-        if let Some(answer) = response.later.take() {
-            // A deferred answer (durable Produce): its time and size are
-            // known when it is ready.
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            response.later = Some(rx);
-            let broker = broker.clone();
-            tokio::spawn(async move {
-                let Ok(done) = answer.await else { return };
-                let elapsed = started.elapsed();
-                broker.metrics.requests.record(api, version, elapsed);
-                if let Some(line) = line {
-                    line.completed(elapsed, done.len(), false);
-                }
-                let _ = tx.send(done);
-            });
-            return result;
-        }
-    }
+    let result = apis::handle(ctx, buf).await;
     let elapsed = started.elapsed();
     if result.is_ok() {
         broker.metrics.requests.record(api, version, elapsed);

@@ -30,11 +30,6 @@ pub(crate) struct Response {
     /// connection reads nothing for this long (Kafka mutes the channel,
     /// KIP-219); the response carries the same `throttle_time_ms`.
     pub throttle: Duration,
-    /// The answer is not ready yet (a durable Produce waiting for its fsync):
-    /// the writer waits for this one instead of writing `parts`, keeping the
-    /// connection's answers in request order, while the connection reads the
-    /// next request. A dropped sender closes the connection.
-    pub later: Option<tokio::sync::oneshot::Receiver<Response>>,
 }
 
 impl Response {
@@ -46,16 +41,6 @@ impl Response {
         Response {
             parts,
             throttle: Duration::ZERO,
-            later: None,
-        }
-    }
-
-    /// An answer that `later` will deliver (see the field).
-    pub(crate) fn later(later: tokio::sync::oneshot::Receiver<Response>) -> Response {
-        Response {
-            parts: Vec::new(),
-            throttle: Duration::ZERO,
-            later: Some(later),
         }
     }
 

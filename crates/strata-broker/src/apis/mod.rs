@@ -171,36 +171,7 @@ pub(crate) async fn handle(
             }
             let throttle = quotas::record_produce(&ctx, size);
             outcome.response.throttle_time_ms = throttle_ms(throttle);
-            if outcome.acks != 0 && !outcome.pending.is_empty() {
-                // The fsync goes on in its own task; the connection reads on.
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                let pending = std::mem::take(&mut outcome.pending);
-                let mut body = outcome.response;
-                let (broker, header, version) =
-                    (ctx.broker.clone(), ctx.header.clone(), ctx.version);
-                tokio::spawn(async move {
-                    let body = broker
-                        .blocking(move |_| {
-                            produce::flush_pending(&mut body, &pending, version);
-                            body
-                        })
-                        .await;
-                    let encoded =
-                        encode_with(header.correlation_id, ApiKey::Produce, version, &body);
-                    match encoded {
-                        Ok(frame) => {
-                            // The receiver is gone only with its connection.
-                            let _ = tx.send(Response::from_bytes(frame));
-                        }
-                        Err(error) => {
-                            tracing::warn!(%error, "cannot encode a durable Produce answer");
-                        }
-                    }
-                });
-                let mut response = Response::later(rx);
-                response.throttle = throttle;
-                Ok(Some(response))
-            } else if outcome.acks != 0 {
+            if outcome.acks != 0 {
                 let mut response = encode(&ctx, &outcome.response)?;
                 response.throttle = throttle;
                 Ok(Some(response))

@@ -5,14 +5,10 @@
 //! (docs/architecture.md decision 2). All partitions of a request are appended in one
 //! blocking task, in request order. Single broker: after an append the high
 //! watermark moves to the log end offset; with durable appends the data is
-//! fsynced (group commit in the log) before the answer. The outcome carries
-//! that fsync as [`PendingFlush`]es, which the dispatcher completes in a task
-//! of its own, the answer written in request order once it is done. Today the
-//! engine's `append_as_leader` already fsyncs a durable append before it
-//! returns, so the pending flush finds it done and the connection still waits
-//! for each fsync; letting the connection read and append the next request
-//! meanwhile needs an append that leaves the fsync (and the high watermark
-//! move) to this flush — open work (docs/broker.md, Produce).
+//! fsynced before the answer: the engine's `append_as_leader` does it (group
+//! commit in the log), so a connection's next request waits for it; letting
+//! requests in flight share one fsync needs an append that leaves the fsync,
+//! and the high watermark move, to the caller (open work, docs/broker.md).
 //!
 //! Cluster mode: the high watermark is what the ISR holds (`replication`).
 //! acks=all is admitted only while the committed ISR reaches the effective
@@ -50,36 +46,6 @@ pub(crate) struct ProduceOutcome {
     pub response: ProduceResponse,
     pub acks: i16,
     pub any_error: bool,
-    /// Durable appends whose fsync the answer still waits for.
-    pub pending: Vec<PendingFlush>,
-}
-
-/// An appended partition whose records must be made durable (fsync) before
-/// the answer goes out ([`flush_pending`]).
-pub(crate) struct PendingFlush {
-    topic_idx: usize,
-    slot: usize,
-    partition: i32,
-    log: Arc<Log>,
-    /// One past the last appended offset.
-    upto: strata_log::Offset,
-}
-
-/// Make every pending append durable (blocking: fsyncs shared with any
-/// concurrent appender of the same logs) and write the failures into
-/// `response`. `version` is the request's.
-pub(crate) fn flush_pending(
-    response: &mut ProduceResponse,
-    pending: &[PendingFlush],
-    version: i16,
-) {
-    for p in pending {
-        if let Err(e) = p.log.flush_up_to(p.upto) {
-            let e = ApiError::Log(e);
-            response.responses[p.topic_idx].partition_responses[p.slot] =
-                error_partition_at(version, p.partition, &e);
-        }
-    }
 }
 
 /// One partition's work item.
@@ -125,7 +91,6 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
             response,
             acks,
             any_error: true,
-            pending: Vec::new(),
         };
     }
     let writable = ctx.authorized_names(
@@ -177,28 +142,13 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         response.responses.push(out);
     }
     let jobs = verify_transactional(ctx, req.transactional_id.as_ref(), jobs, &mut response).await;
-    let mut pending = Vec::new();
     if !jobs.is_empty() {
-        // Single node: a durable append's fsync is left to the dispatcher
-        // (module docs). In a cluster the fsync stays before the ISR wait.
-        let defer = broker.replicas.is_none() && acks != 0;
-        let mut results = broker
-            .blocking(move |b| append_all(b, jobs, acks, defer))
-            .await;
+        let mut results = broker.blocking(move |b| append_all(b, jobs, acks)).await;
         broker.notify_appended();
         if acks == -1 {
             wait_for_isr(ctx, &mut results, timeout_ms).await;
         }
-        for (topic_idx, slot, partition, result, _, flush) in results {
-            if let Some((log, upto)) = flush {
-                pending.push(PendingFlush {
-                    topic_idx,
-                    slot,
-                    partition,
-                    log,
-                    upto,
-                });
-            }
+        for (topic_idx, slot, partition, result, _) in results {
             response.responses[topic_idx].partition_responses[slot] = match result {
                 Ok(info) => ok_partition(partition, &info),
                 Err(e) => error_partition(ctx, partition, &e),
@@ -214,7 +164,6 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         response,
         acks,
         any_error,
-        pending,
     }
 }
 
@@ -373,10 +322,8 @@ fn precheck(
     })
 }
 
-/// Append every job in order (blocking). A durable job's fsync is done here
-/// unless `defer_flush`, in which case its result carries the log and the
-/// offset the fsync must cover.
-fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16, defer_flush: bool) -> Vec<Appended> {
+/// Append every job in order (blocking).
+fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
     let mut out = Vec::with_capacity(jobs.len());
     for mut job in jobs {
         let mut buf = BytesMut::from(&job.records[..]);
@@ -388,7 +335,7 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16, defer_flush: bool) -> 
         let mut held = guards.as_ref().map(|g| g.hold());
         if let (Some(held), Some((pid, guard))) = (held.as_mut(), job.txn) {
             if let Err(e) = crate::txn_verify::check_guard(held, &job.log, pid, guard) {
-                out.push((job.topic_idx, job.slot, job.partition, Err(e), None, None));
+                out.push((job.topic_idx, job.slot, job.partition, Err(e), None));
                 continue;
             }
         }
@@ -411,7 +358,6 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16, defer_flush: bool) -> 
             held.remove(&pid);
         }
         drop(held);
-        let mut flush = None;
         let result = appended.and_then(|info| {
             match (&broker.replicas, &job.replica) {
                 (Some(replicas), Some(r)) => replicas.after_leader_append(&r.tp),
@@ -420,12 +366,9 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16, defer_flush: bool) -> 
                 }
             }
             if job.durable && acks != 0 {
-                let upto = info.last_offset.plus(1);
-                if defer_flush {
-                    flush = Some((job.log.clone(), upto));
-                } else {
-                    job.log.flush_up_to(upto).map_err(ApiError::Log)?;
-                }
+                job.log
+                    .flush_up_to(info.last_offset.plus(1))
+                    .map_err(ApiError::Log)?;
             }
             Ok(info)
         });
@@ -456,14 +399,7 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16, defer_flush: bool) -> 
             tracing::debug!(partition = job.partition, error = %strata_log::ErrorChain(&e), "produce rejected");
         }
         let waiting = job.replica.map(|r| (r, job.epoch));
-        out.push((
-            job.topic_idx,
-            job.slot,
-            job.partition,
-            result,
-            waiting,
-            flush,
-        ));
+        out.push((job.topic_idx, job.slot, job.partition, result, waiting));
     }
     out
 }
@@ -476,7 +412,6 @@ type Appended = (
     i32,
     Result<LogAppendInfo, ApiError>,
     Option<(Arc<Partition>, i32)>,
-    Option<(Arc<Log>, strata_log::Offset)>,
 );
 
 /// acks=all in cluster mode: wait until the ISR holds every appended
@@ -491,7 +426,7 @@ async fn wait_for_isr(ctx: &RequestContext, results: &mut [Appended], timeout_ms
     loop {
         changes.borrow_and_update();
         let mut pending = false;
-        for (.., result, waiting, _) in results.iter_mut() {
+        for (.., result, waiting) in results.iter_mut() {
             let (Ok(info), Some((replica, epoch))) = (&*result, &*waiting) else {
                 continue;
             };
@@ -513,7 +448,7 @@ async fn wait_for_isr(ctx: &RequestContext, results: &mut [Appended], timeout_ms
             _ = shutdown.changed() => true,
         };
         if timed_out {
-            for (.., result, waiting, _) in results.iter_mut() {
+            for (.., result, waiting) in results.iter_mut() {
                 if result.is_ok() && waiting.take().is_some() {
                     *result = Err(ApiError::ReplicationTimedOut { timeout_ms });
                 }
@@ -533,17 +468,13 @@ fn ok_partition(partition: i32, info: &LogAppendInfo) -> PartitionProduceRespons
 }
 
 fn error_partition(ctx: &RequestContext, partition: i32, e: &ApiError) -> PartitionProduceResponse {
-    error_partition_at(ctx.version, partition, e)
-}
-
-fn error_partition_at(version: i16, partition: i32, e: &ApiError) -> PartitionProduceResponse {
     let mut p = PartitionProduceResponse::default();
     p.index = partition;
     p.error_code = e.code();
     p.base_offset = -1;
     p.log_append_time_ms = -1;
     p.log_start_offset = -1;
-    if version >= 8 {
+    if ctx.version >= 8 {
         p.error_message = Some(StrBytes::from_string(e.message()));
     }
     if e.kind() == ResponseError::UnknownServerError {
