@@ -68,7 +68,7 @@ impl AssignorName {
         }
     }
 
-    /// The short name clients send and ConsumerGroupDescribe shows.
+    /// The short name clients send and `ConsumerGroupDescribe` shows.
     pub(crate) fn name(self) -> &'static str {
         match self {
             AssignorName::Uniform => "uniform",
@@ -136,6 +136,8 @@ pub(super) struct GroupView<'a> {
     topics: &'a BTreeMap<Uuid, TopicSpec>,
     /// Whether any member has a rack and any partition has replica racks.
     pub rack_aware: bool,
+    /// Rack id → members in it, ascending.
+    by_rack: BTreeMap<&'a str, Vec<usize>>,
 }
 
 impl<'a> GroupView<'a> {
@@ -170,12 +172,25 @@ impl<'a> GroupView<'a> {
                 .get(t)
                 .is_some_and(|spec| spec.partition_racks.iter().any(|r| !r.is_empty()))
         });
+        let mut by_rack: BTreeMap<&'a str, Vec<usize>> = BTreeMap::new();
+        for (i, m) in members.iter().enumerate() {
+            if let Some(rack) = m.rack {
+                by_rack.entry(rack).or_default().push(i);
+            }
+        }
         GroupView {
             members,
             partitions,
             topics,
             rack_aware: any_member_rack && any_partition_rack,
+            by_rack,
         }
+    }
+
+    /// The replica racks of a partition, when known.
+    fn replica_racks(&self, topic: Uuid, partition: i32) -> Option<&'a BTreeSet<String>> {
+        let spec = self.topics.get(&topic)?;
+        spec.partition_racks.get(usize::try_from(partition).ok()?)
     }
 
     /// Whether `member`'s rack is among the replica racks of the partition.
@@ -186,13 +201,27 @@ impl<'a> GroupView<'a> {
         let Some(rack) = self.members[member].rack else {
             return false;
         };
-        let Some(spec) = self.topics.get(&topic) else {
-            return false;
-        };
-        usize::try_from(partition)
-            .ok()
-            .and_then(|p| spec.partition_racks.get(p))
+        self.replica_racks(topic, partition)
             .is_some_and(|racks| racks.contains(rack))
+    }
+
+    /// The members [`matches`](Self::matches) accepts for the partition, ascending.
+    pub fn matching_members(&self, topic: Uuid, partition: i32) -> Vec<usize> {
+        if !self.rack_aware {
+            return Vec::new();
+        }
+        let Some(racks) = self.replica_racks(topic, partition) else {
+            return Vec::new();
+        };
+        let mut out: Vec<usize> = racks
+            .iter()
+            .filter_map(|r| self.by_rack.get(r.as_str()))
+            .flatten()
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Whether the partition exists and `member` subscribes to its topic.

@@ -59,7 +59,7 @@ impl MemberState {
         }
     }
 
-    /// Kafka's name, as ConsumerGroupDescribe and logs show it.
+    /// Kafka's name, as `ConsumerGroupDescribe` and logs show it.
     pub(crate) fn name(self) -> &'static str {
         match self {
             MemberState::Stable => "STABLE",
@@ -112,7 +112,7 @@ impl CurrentAssignment {
     }
 }
 
-/// Why a heartbeat is refused with FENCED_MEMBER_EPOCH (error code 110).
+/// Why a heartbeat is refused with `FENCED_MEMBER_EPOCH` (error code 110).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum Fenced {
     /// The member claims an epoch the coordinator never gave it.
@@ -140,7 +140,7 @@ fn still_owns_any(owned: Option<&TopicPartitions>, set: &TopicPartitions) -> boo
 /// Kafka's `CurrentAssignmentBuilder.build`: the member's next state toward
 /// `target` at `target_epoch`. Returns `current` unchanged when it must wait.
 ///
-/// `owned` is the heartbeat's TopicPartitions (`None` = field absent = the
+/// `owned` is the heartbeat's `TopicPartitions` (`None` = field absent = the
 /// member still owns everything it had). `owned_by_other(topic, partition)`
 /// is true while another member still has that partition assigned or pending
 /// revocation; such partitions are not handed out yet.

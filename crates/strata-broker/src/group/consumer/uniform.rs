@@ -103,8 +103,9 @@ fn homogeneous(
     // extra slots remain) takes the partition; the least loaded wins.
     if view.rack_aware {
         pool.retain(|&(t, p)| {
-            let best = (0..n)
-                .filter(|&i| view.matches(i, t, p))
+            let best = view
+                .matching_members(t, p)
+                .into_iter()
                 .filter(|&i| {
                     let len = owned[i].len();
                     len < min || (len == min && !has_extra[i] && extras_left > 0)
@@ -189,10 +190,11 @@ fn heterogeneous(
         let Some(subs) = subscribers.get(&t) else {
             continue;
         };
+        let matching = view.matching_members(t, p);
         let least = subs
             .iter()
             .copied()
-            .min_by_key(|&i| (owned[i].len(), !view.matches(i, t, p), i));
+            .min_by_key(|&i| (owned[i].len(), matching.binary_search(&i).is_err(), i));
         if let Some(i) = least {
             owned[i].insert((t, p));
         }
@@ -213,11 +215,25 @@ fn rebalance(
     loop {
         let mut givers: Vec<usize> = (0..owned.len()).collect();
         givers.sort_by_key(|&i| (Reverse(owned[i].len()), i));
+        let smallest = owned.iter().map(BTreeSet::len).min().unwrap_or(0);
         let mut chosen = None;
         for giver in givers {
             let size = owned[giver].len();
+            if size <= smallest + 1 {
+                break; // Nobody left can give to anybody.
+            }
+            let receivable: BTreeSet<Uuid> = owned[giver]
+                .iter()
+                .map(|&(t, _)| t)
+                .filter(|t| {
+                    subscribers
+                        .get(t)
+                        .is_some_and(|subs| subs.iter().any(|&m| owned[m].len() + 1 < size))
+                })
+                .collect();
             let best = owned[giver]
                 .iter()
+                .filter(|(t, _)| receivable.contains(t))
                 .flat_map(|&(t, p)| {
                     subscribers
                         .get(&t)
