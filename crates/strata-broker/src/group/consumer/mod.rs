@@ -14,6 +14,10 @@
 //! - `reconcile`: one member's next state toward its target (revoke before
 //!   assign) and member-epoch fencing.
 
+// Nothing outside this directory calls these modules until the group state
+// machine does; then this expectation becomes unfulfilled and must go.
+#![expect(dead_code, reason = "awaiting the KIP-848 group state machine")]
+
 pub(crate) mod assignment;
 pub(crate) mod assignor;
 pub(crate) mod reconcile;
