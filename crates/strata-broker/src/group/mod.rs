@@ -14,6 +14,7 @@
 //! - `timers`: session, join-phase and sync-phase deadlines; unloading.
 //! - `offsets`: OffsetCommit / OffsetFetch / OffsetDelete, DeleteGroups,
 //!   ListGroups, DescribeGroups, retention, loading from the log.
+//! - `consumer`: KIP-848 consumer groups' assignors and reconciliation (pure).
 //! - `coordinator`: the runtime — one mutex around the manager, oneshot
 //!   channels for parked requests, the timer task, the log-backed store.
 //!
@@ -25,6 +26,7 @@
 pub(crate) mod api;
 pub(crate) mod classic;
 pub(crate) mod config;
+pub(crate) mod consumer;
 pub(crate) mod coordinator;
 pub(crate) mod manager;
 pub(crate) mod member;
