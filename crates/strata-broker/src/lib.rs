@@ -115,6 +115,10 @@ pub use error::{BrokerError, DispatchError};
 pub use group::config::GroupConfig;
 #[doc(hidden)]
 pub use group::records::fuzz_round_trip as fuzz_consumer_offsets_record;
+pub use group::{
+    records::RecordError as ConsumerOffsetsRecordError,
+    records_json::{describe_record as describe_consumer_offsets_record, OffsetsRecordText},
+};
 #[doc(hidden)]
 pub use http::fuzz_http_request;
 pub use security::SecurityConfig;

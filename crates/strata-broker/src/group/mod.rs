@@ -4,6 +4,8 @@
 //! # Layout
 //!
 //! - `records`: the key/value codecs of `__consumer_offsets` records.
+//! - `records_consumer`: the KIP-848 consumer-group records (types 3–8, 16).
+//! - `records_json`: any of them as `kafka-dump-log --offsets-decoder` prints it.
 //! - `config`: `group.*` / `offsets.*` broker properties.
 //! - `member`, `classic`: one member, one group (state, generation, timers, offsets).
 //! - `manager`: [`GroupManager`](manager::GroupManager), every group; pure —
@@ -34,6 +36,8 @@ pub(crate) mod membership;
 pub(crate) mod offsets;
 pub(crate) mod rebalance;
 pub(crate) mod records;
+pub(crate) mod records_consumer;
+pub(crate) mod records_json;
 pub(crate) mod store;
 pub(crate) mod timers;
 

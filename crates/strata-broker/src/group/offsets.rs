@@ -541,6 +541,15 @@ impl GroupManager {
                         }
                     }
                 }
+                // Consumer-group (KIP-848) records are skipped until the
+                // consumer-group coordinator replays them.
+                RecordKey::ConsumerGroup(k) => {
+                    tracing::warn!(
+                        partition,
+                        version = k.record_type(),
+                        "ignoring consumer group __consumer_offsets record"
+                    )
+                }
                 RecordKey::Unknown { version } => {
                     tracing::warn!(
                         partition,

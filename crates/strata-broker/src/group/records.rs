@@ -5,9 +5,10 @@
 //!
 //! Every key and value starts with an `int16` version. The key version
 //! doubles as the record type: 0 and 1 are offset commits, 2 is group
-//! metadata, 3 and up are KIP-848 records this coordinator does not use
-//! (decoded as [`RecordKey::Unknown`] and skipped, as Kafka does). A null
-//! value is a tombstone.
+//! metadata, 3–8 and 16 are the KIP-848 consumer-group records
+//! ([`RecordKey::ConsumerGroup`], codecs in [`super::records_consumer`]);
+//! any other type (share and streams groups) is [`RecordKey::Unknown`]. A
+//! null value is a tombstone.
 //!
 //! Kafka 3.9 writes OffsetCommitKey v1, OffsetCommitValue v3 (v1 when the
 //! commit carried an explicit expire timestamp), GroupMetadataKey v2 and
@@ -17,6 +18,8 @@
 
 use bytes::Bytes;
 use thiserror::Error;
+
+use super::records_consumer::{ConsumerGroupKey, ConsumerGroupValue};
 
 /// Key version Kafka 3.9 writes for offset commits.
 pub(crate) const OFFSET_COMMIT_KEY_VERSION: i16 = 1;
@@ -34,8 +37,10 @@ const MAX_VALUE_VERSION: i16 = 4;
 const FIRST_FLEXIBLE: i16 = 4;
 
 /// Bytes of a `__consumer_offsets` record that do not follow the schemas.
+///
+/// Public (as `strata_broker::ConsumerOffsetsRecordError`) for the dump tool.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub(crate) enum RecordError {
+pub enum RecordError {
     #[error("{what} truncated at byte {position}")]
     Truncated { what: &'static str, position: usize },
     #[error("{what} has unsupported version {version}")]
@@ -153,7 +158,9 @@ pub(crate) struct MemberMetadataValue {
 pub(crate) enum RecordKey {
     OffsetCommit(OffsetCommitKey),
     GroupMetadata(GroupMetadataKey),
-    /// A key version this coordinator does not use (KIP-848 records).
+    /// Types 3–8 and 16: KIP-848 consumer-group records.
+    ConsumerGroup(ConsumerGroupKey),
+    /// A record type this coordinator does not know (share, streams groups).
     Unknown {
         version: i16,
     },
@@ -183,7 +190,7 @@ impl GroupMetadataKey {
 /// Decode any `__consumer_offsets` key.
 ///
 /// # Errors
-/// Truncated or malformed offset-commit or group-metadata keys.
+/// Truncated or malformed keys of a known type, or a negative type.
 pub(crate) fn decode_key(bytes: &[u8]) -> Result<RecordKey, RecordError> {
     const WHAT: &str = "record key";
     let mut r = Reader::new(bytes, WHAT, false);
@@ -201,7 +208,10 @@ pub(crate) fn decode_key(bytes: &[u8]) -> Result<RecordKey, RecordError> {
                 version,
             })
         }
-        _ => return Ok(RecordKey::Unknown { version }),
+        _ => match ConsumerGroupKey::decode_body(version, &mut r)? {
+            Some(k) => RecordKey::ConsumerGroup(k),
+            None => RecordKey::Unknown { version },
+        },
     };
     Ok(key)
 }
@@ -377,9 +387,9 @@ impl GroupMetadataValue {
 }
 
 /// The fuzzing entry point (`fuzz/fuzz_targets/consumer_offsets.rs`), public
-/// only for it: `bytes` through [`decode_key`] and both value decoders, and
-/// whatever decodes through its encoder (at the version it was read with)
-/// and back.
+/// only for it: `bytes` through [`decode_key`] and every value decoder (the
+/// classic ones and the seven consumer-group ones), and whatever decodes
+/// through its encoder (at the version it was read with) and back.
 ///
 /// # Panics
 /// When a decoded key or value does not decode again to itself.
@@ -392,8 +402,12 @@ pub fn fuzz_round_trip(bytes: &[u8]) {
         Ok(RecordKey::GroupMetadata(k)) => {
             assert_eq!(decode_key(&k.encode()), Ok(RecordKey::GroupMetadata(k)));
         }
+        Ok(RecordKey::ConsumerGroup(k)) => {
+            assert_eq!(decode_key(&k.encode()), Ok(RecordKey::ConsumerGroup(k)));
+        }
         Ok(RecordKey::Unknown { .. }) | Err(_) => {}
     }
+    ConsumerGroupValue::fuzz_round_trip(bytes);
     // Both decoders checked the version, so it is in 0..=4 when they succeed.
     let version = || i16::from_be_bytes([bytes[0], bytes[1]]);
     if let Ok(v) = OffsetCommitValue::decode(bytes) {
@@ -406,39 +420,49 @@ pub fn fuzz_round_trip(bytes: &[u8]) {
     }
 }
 
-/// Big-endian writer for the classic and flexible encodings.
-struct Writer {
-    out: Vec<u8>,
+/// Big-endian writer for the classic and flexible encodings (shared with
+/// [`super::records_consumer`]).
+pub(super) struct Writer {
+    pub(super) out: Vec<u8>,
     flexible: bool,
 }
 
 impl Writer {
-    fn new(flexible: bool) -> Writer {
+    pub(super) fn new(flexible: bool) -> Writer {
         Writer {
             out: Vec::with_capacity(64),
             flexible,
         }
     }
-    fn i16(&mut self, v: i16) {
+    pub(super) fn i8(&mut self, v: i8) {
         self.out.extend_from_slice(&v.to_be_bytes());
     }
-    fn i32(&mut self, v: i32) {
+    pub(super) fn i16(&mut self, v: i16) {
         self.out.extend_from_slice(&v.to_be_bytes());
     }
-    fn i64(&mut self, v: i64) {
+    pub(super) fn uuid(&mut self, v: uuid::Uuid) {
+        self.out.extend_from_slice(v.as_bytes());
+    }
+    pub(super) fn raw(&mut self, b: &[u8]) {
+        self.out.extend_from_slice(b);
+    }
+    pub(super) fn i32(&mut self, v: i32) {
         self.out.extend_from_slice(&v.to_be_bytes());
     }
-    fn uvarint(&mut self, mut v: u64) {
+    pub(super) fn i64(&mut self, v: i64) {
+        self.out.extend_from_slice(&v.to_be_bytes());
+    }
+    pub(super) fn uvarint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.out.push((v as u8) | 0x80);
             v >>= 7;
         }
         self.out.push(v as u8);
     }
-    fn string(&mut self, s: &str) {
+    pub(super) fn string(&mut self, s: &str) {
         self.nullable_string(Some(s));
     }
-    fn nullable_string(&mut self, s: Option<&str>) {
+    pub(super) fn nullable_string(&mut self, s: Option<&str>) {
         match (s, self.flexible) {
             (None, false) => self.i16(-1),
             (None, true) => self.uvarint(0),
@@ -452,7 +476,7 @@ impl Writer {
             }
         }
     }
-    fn bytes(&mut self, b: &[u8]) {
+    pub(super) fn bytes(&mut self, b: &[u8]) {
         if self.flexible {
             self.uvarint(b.len() as u64 + 1);
         } else {
@@ -460,22 +484,23 @@ impl Writer {
         }
         self.out.extend_from_slice(b);
     }
-    fn array_len(&mut self, n: usize) {
+    pub(super) fn array_len(&mut self, n: usize) {
         if self.flexible {
             self.uvarint(n as u64 + 1);
         } else {
             self.i32(n as i32);
         }
     }
-    fn tagged_fields(&mut self) {
+    pub(super) fn tagged_fields(&mut self) {
         if self.flexible {
             self.uvarint(0);
         }
     }
 }
 
-/// Bounds-checked reader; every error names the structure and position.
-struct Reader<'a> {
+/// Bounds-checked reader; every error names the structure and position
+/// (shared with [`super::records_consumer`]).
+pub(super) struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
     what: &'static str,
@@ -483,7 +508,7 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8], what: &'static str, flexible: bool) -> Reader<'a> {
+    pub(super) fn new(bytes: &'a [u8], what: &'static str, flexible: bool) -> Reader<'a> {
         Reader {
             bytes,
             pos: 0,
@@ -505,21 +530,25 @@ impl<'a> Reader<'a> {
             }),
         }
     }
-    fn i16(&mut self) -> Result<i16, RecordError> {
+    pub(super) fn i8(&mut self) -> Result<i8, RecordError> {
+        let b = self.take(1)?;
+        Ok(i8::from_be_bytes([b[0]]))
+    }
+    pub(super) fn i16(&mut self) -> Result<i16, RecordError> {
         let b = self.take(2)?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
     }
-    fn i32(&mut self) -> Result<i32, RecordError> {
+    pub(super) fn i32(&mut self) -> Result<i32, RecordError> {
         let b = self.take(4)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
-    fn i64(&mut self) -> Result<i64, RecordError> {
+    pub(super) fn i64(&mut self) -> Result<i64, RecordError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(i64::from_be_bytes(a))
     }
-    fn uvarint(&mut self) -> Result<u64, RecordError> {
+    pub(super) fn uvarint(&mut self) -> Result<u64, RecordError> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.take(1)?[0];
@@ -555,7 +584,7 @@ impl<'a> Reader<'a> {
             l => Ok(Some(l as usize)),
         }
     }
-    fn nullable_string(&mut self) -> Result<Option<String>, RecordError> {
+    pub(super) fn nullable_string(&mut self) -> Result<Option<String>, RecordError> {
         let Some(len) = self.length(false)? else {
             return Ok(None);
         };
@@ -568,21 +597,85 @@ impl<'a> Reader<'a> {
                 position: at,
             })
     }
-    fn string(&mut self) -> Result<String, RecordError> {
+    pub(super) fn string(&mut self) -> Result<String, RecordError> {
         let at = self.pos;
         self.nullable_string()?.ok_or(RecordError::UnexpectedNull {
             what: self.what,
             position: at,
         })
     }
-    fn bytes(&mut self) -> Result<Bytes, RecordError> {
+    pub(super) fn bytes(&mut self) -> Result<Bytes, RecordError> {
         let len = self.length(true)?.unwrap_or(0);
         Ok(Bytes::copy_from_slice(self.take(len)?))
     }
-    fn array_len(&mut self) -> Result<usize, RecordError> {
+    pub(super) fn array_len(&mut self) -> Result<usize, RecordError> {
         Ok(self.length(true)?.unwrap_or(0))
     }
-    fn skip_tagged_fields(&mut self) -> Result<(), RecordError> {
+    pub(super) fn uuid(&mut self) -> Result<uuid::Uuid, RecordError> {
+        let b = self.take(16)?;
+        let mut a = [0u8; 16];
+        a.copy_from_slice(b);
+        Ok(uuid::Uuid::from_bytes(a))
+    }
+    /// Nullable bytes (`None` for null).
+    pub(super) fn nullable_bytes(&mut self) -> Result<Option<Bytes>, RecordError> {
+        match self.length(true)? {
+            None => Ok(None),
+            Some(len) => Ok(Some(Bytes::copy_from_slice(self.take(len)?))),
+        }
+    }
+    /// Bytes that the schema does not allow to be null.
+    pub(super) fn non_null_bytes(&mut self) -> Result<Bytes, RecordError> {
+        let at = self.pos;
+        let len = self.length(true)?.ok_or(RecordError::UnexpectedNull {
+            what: self.what,
+            position: at,
+        })?;
+        Ok(Bytes::copy_from_slice(self.take(len)?))
+    }
+    /// The element count of a non-nullable array whose elements take at
+    /// least `min_item` bytes each: a count the bytes left cannot hold is
+    /// truncation, found before anything is allocated for it.
+    pub(super) fn count(&mut self, min_item: usize) -> Result<usize, RecordError> {
+        let at = self.pos;
+        let n = self.length(true)?.ok_or(RecordError::UnexpectedNull {
+            what: self.what,
+            position: at,
+        })?;
+        let left = self.bytes.len().saturating_sub(self.pos);
+        if n.checked_mul(min_item.max(1))
+            .is_none_or(|need| need > left)
+        {
+            return Err(RecordError::Truncated {
+                what: self.what,
+                position: self.pos,
+            });
+        }
+        Ok(n)
+    }
+    /// The tagged-field section (flexible versions only): each field's tag
+    /// and a reader over exactly its bytes, positions kept absolute.
+    pub(super) fn tagged_fields(&mut self) -> Result<Vec<(u64, Reader<'a>)>, RecordError> {
+        let count = self.uvarint()?;
+        let mut fields = Vec::new();
+        for _ in 0..count {
+            let tag = self.uvarint()?;
+            let size = usize::try_from(self.uvarint()?).unwrap_or(usize::MAX);
+            let start = self.pos;
+            self.take(size)?;
+            fields.push((
+                tag,
+                Reader {
+                    bytes: &self.bytes[..self.pos],
+                    pos: start,
+                    what: self.what,
+                    flexible: true,
+                },
+            ));
+        }
+        Ok(fields)
+    }
+    pub(super) fn skip_tagged_fields(&mut self) -> Result<(), RecordError> {
         if !self.flexible {
             return Ok(());
         }

@@ -57,11 +57,11 @@ fn group_metadata_key_v2_bytes() {
 
 #[test]
 fn unknown_key_versions_are_reported_not_rejected() {
-    // KIP-848 ConsumerGroupMetadataKey is version 3.
-    let bytes = [0x00, 0x03, 0x00, 0x01, b'g'];
+    // Type 9 (a share-group record in Kafka 4.0) is not decoded here.
+    let bytes = [0x00, 0x09, 0x00, 0x01, b'g'];
     assert_eq!(
         decode_key(&bytes).unwrap(),
-        RecordKey::Unknown { version: 3 }
+        RecordKey::Unknown { version: 9 }
     );
     assert!(matches!(
         decode_key(&[0xff, 0xff]),

@@ -137,6 +137,10 @@ pub struct RecordLine {
     /// record (`key` and `payload` then hold Kafka's texts of it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transaction_log: Option<super::txn_log::TxnLogRecord>,
+    /// With `--offsets-decoder`: the decoded `__consumer_offsets` record
+    /// (`key` and `payload` then hold Kafka's texts of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer_offsets: Option<super::offsets_log::OffsetsLogRecord>,
 }
 
 impl RecordLine {

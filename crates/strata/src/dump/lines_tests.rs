@@ -87,6 +87,7 @@ fn record() -> RecordLine {
         key: None,
         payload: None,
         transaction_log: None,
+        consumer_offsets: None,
     }
 }
 

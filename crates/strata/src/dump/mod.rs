@@ -4,7 +4,8 @@
 //! KRaft `.checkpoint` → batches, `.index`, `.timeindex`, `.snapshot`,
 //! `.txnindex`); Strata also prints checkpoint files and `partition.metadata`,
 //! which Kafka's tool cannot read. Output lines are rendered by [`lines`]
-//! (`--transaction-log-decoder` texts by [`txn_log`]);
+//! (`--transaction-log-decoder` texts by [`txn_log`], `--offsets-decoder`
+//! texts by [`offsets_log`]);
 //! the problem reports Kafka prints on stderr after all files are collected in
 //! [`Problems`] and printed at the end in Kafka's wording.
 //!
@@ -14,6 +15,7 @@ mod index;
 mod kraft;
 mod lines;
 mod misc;
+mod offsets_log;
 mod segment;
 mod txn_log;
 
@@ -49,6 +51,10 @@ pub struct DumpArgs {
     /// metadata); implies --print-data-log.
     #[arg(long)]
     transaction_log_decoder: bool,
+    /// Decode records as `__consumer_offsets` keys and values (offset
+    /// commits, classic and consumer group metadata); implies --print-data-log.
+    #[arg(long, conflicts_with = "transaction_log_decoder")]
+    offsets_decoder: bool,
     /// Size of the largest message.
     #[arg(long, value_name = "size", default_value_t = 5 * 1024 * 1024)]
     max_message_size: u32,
@@ -75,6 +81,8 @@ pub struct Options {
     pub print_data: bool,
     /// `--transaction-log-decoder`: keys and values are printed decoded.
     pub transaction_log: bool,
+    /// `--offsets-decoder`: keys and values are printed decoded.
+    pub offsets: bool,
     pub deep: bool,
     pub verify_only: bool,
     pub sanity_only: bool,
@@ -87,9 +95,13 @@ pub struct Options {
 impl From<&DumpArgs> for Options {
     fn from(a: &DumpArgs) -> Self {
         Options {
-            print_data: a.print_data_log || a.transaction_log_decoder,
+            print_data: a.print_data_log || a.transaction_log_decoder || a.offsets_decoder,
             transaction_log: a.transaction_log_decoder,
-            deep: a.deep_iteration || a.print_data_log || a.transaction_log_decoder,
+            offsets: a.offsets_decoder,
+            deep: a.deep_iteration
+                || a.print_data_log
+                || a.transaction_log_decoder
+                || a.offsets_decoder,
             verify_only: a.verify_index_only,
             sanity_only: a.index_sanity_check,
             max_message_size: a.max_message_size,

@@ -6,6 +6,7 @@ use std::path::Path;
 use strata_log::batch::{BatchView, ControlRecordType, EndTransactionMarker, LegacyEntry, Record};
 
 use super::lines::{BatchLine, ControlLine, RecordLine};
+use super::offsets_log::OffsetsLogRecord;
 use super::txn_log::TxnLogRecord;
 use super::{file_offset, Emitter, Options, Problems};
 use crate::read::records::{scan, Scanned};
@@ -184,12 +185,14 @@ fn text_of(bytes: Option<&[u8]>) -> Option<String> {
 
 /// What a record line prints after its metadata: with `--print-data-log`
 /// the key and value as UTF-8, with `--transaction-log-decoder` the
-/// `__transaction_state` texts (an undecodable record is reported on
+/// `__transaction_state` texts, with `--offsets-decoder` the
+/// `__consumer_offsets` texts (an undecodable record is reported on
 /// stderr and printed with whatever could be decoded).
 struct Data {
     key: Option<String>,
     payload: Option<String>,
     transaction_log: Option<TxnLogRecord>,
+    consumer_offsets: Option<OffsetsLogRecord>,
 }
 
 /// Where a record sits, for error messages.
@@ -205,6 +208,7 @@ impl Data {
             key: None,
             payload: None,
             transaction_log: None,
+            consumer_offsets: None,
         }
     }
 }
@@ -220,11 +224,15 @@ fn data_of(
     if !opts.print_data {
         return Data::none();
     }
+    if opts.offsets {
+        return offsets_data_of(at, key, value, em, problems);
+    }
     if !opts.transaction_log {
         return Data {
             key: text_of(key),
             payload: text_of(value),
             transaction_log: None,
+            consumer_offsets: None,
         };
     }
     match super::txn_log::decode(key, value) {
@@ -234,6 +242,7 @@ fn data_of(
                 key: Some(key),
                 payload,
                 transaction_log: Some(record),
+                consumer_offsets: None,
             }
         }
         Err(e) => {
@@ -248,6 +257,43 @@ fn data_of(
                 key: e.key_text(),
                 payload: None,
                 transaction_log: None,
+                consumer_offsets: None,
+            }
+        }
+    }
+}
+
+/// [`data_of`] with `--offsets-decoder`.
+fn offsets_data_of(
+    at: &RecordAt<'_>,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    em: &mut Emitter,
+    problems: &mut Problems,
+) -> Data {
+    match super::offsets_log::decode(at.offset, key, value) {
+        Ok(record) => {
+            let (key, payload) = record.texts();
+            Data {
+                key: Some(key),
+                payload,
+                transaction_log: None,
+                consumer_offsets: Some(record),
+            }
+        }
+        Err(e) => {
+            problems.corrupt = true;
+            em.error(&format!(
+                "{}: __consumer_offsets record at offset {} (batch at position {}): {e}",
+                at.path.display(),
+                at.offset,
+                at.position
+            ));
+            Data {
+                key: e.key_text(),
+                payload: None,
+                transaction_log: None,
+                consumer_offsets: None,
             }
         }
     }
@@ -362,6 +408,7 @@ fn v2_records(
             key: data.key,
             payload: data.payload,
             transaction_log: data.transaction_log,
+            consumer_offsets: data.consumer_offsets,
         });
     }
     out
@@ -433,6 +480,7 @@ fn legacy_records(
                     key: data.key,
                     payload: data.payload,
                     transaction_log: data.transaction_log,
+                    consumer_offsets: data.consumer_offsets,
                 }
             })
             .collect(),

@@ -14,6 +14,7 @@ mod doctor_cleaner;
 mod dump_files;
 mod dump_fixtures;
 mod dump_legacy;
+mod offsets_dump;
 mod progress;
 mod serve;
 mod txn_doctor;
