@@ -405,6 +405,46 @@ impl GroupHost for Broker {
     fn clustered(&self) -> bool {
         self.cluster.is_some()
     }
+
+    fn topics_version(&self) -> u64 {
+        self.topics.version()
+    }
+
+    fn topic_image(&self, version: u64) -> crate::group::consumer::image::TopicImage {
+        use crate::group::consumer::image::{ImageTopic, TopicImage};
+        use std::collections::BTreeSet;
+        let snapshot = self.cluster.as_ref().map(|c| c.applied());
+        let topics = self
+            .topics
+            .list()
+            .into_iter()
+            .map(|info| {
+                let racks = (0..info.partitions)
+                    .map(|p| match &snapshot {
+                        None => self.config.rack.iter().cloned().collect(),
+                        Some(snap) => snap
+                            .partition(&info.name, p)
+                            .map(|st| {
+                                st.value
+                                    .replicas
+                                    .iter()
+                                    .filter_map(|r| snap.brokers.get(r)?.record.rack.clone())
+                                    .collect()
+                            })
+                            .unwrap_or_else(BTreeSet::new),
+                    })
+                    .collect();
+                let topic = ImageTopic {
+                    id: info.id,
+                    partitions: info.partitions,
+                    racks,
+                    internal: crate::topics::is_internal(&info.name),
+                };
+                (info.name, topic)
+            })
+            .collect();
+        TopicImage::new(version, topics)
+    }
 }
 
 impl Broker {

@@ -10,7 +10,9 @@ use prometheus_client::registry::Registry;
 use strata_log::TopicPartition;
 
 use crate::broker::Broker;
-use crate::metrics::{cleaner, family, fetch_sessions, lag, log, process, remote, replica, Family};
+use crate::metrics::{
+    cleaner, family, fetch_sessions, groups, lag, log, process, remote, replica, Family,
+};
 
 /// Every family of one scrape, in output order.
 pub(crate) fn families(broker: &Broker) -> Vec<Family> {
@@ -45,6 +47,7 @@ pub(crate) fn families(broker: &Broker) -> Vec<Family> {
         .collect();
     let lags = lag::lag(&broker.groups.committed_offsets(), &offsets);
     out.extend(lag::families(&lags, &offsets));
+    out.extend(groups::families(&broker.groups.group_counts()));
     out.extend(process::families());
     out
 }

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use strata_log::codec::topic_store::{TopicStoreDocument as Document, TopicStoreFormatError};
@@ -54,6 +55,9 @@ pub struct TopicStore {
     /// `None`: cluster mode, where the store only mirrors etcd in memory.
     path: Option<PathBuf>,
     state: Mutex<Document>,
+    /// Moves on every change of the topics (the group coordinator rebuilds
+    /// its topic image when it moves).
+    version: AtomicU64,
 }
 
 impl TopicStore {
@@ -80,6 +84,7 @@ impl TopicStore {
         Ok(TopicStore {
             path: Some(path),
             state: Mutex::new(doc),
+            version: AtomicU64::new(0),
         })
     }
 
@@ -89,6 +94,7 @@ impl TopicStore {
         TopicStore {
             path: None,
             state: Mutex::new(Document::empty()),
+            version: AtomicU64::new(0),
         }
     }
 
@@ -96,6 +102,12 @@ impl TopicStore {
     pub fn replace_topics(&self, topics: impl IntoIterator<Item = TopicInfo>) {
         let mut doc = self.lock();
         doc.topics = topics.into_iter().map(|t| (t.name.clone(), t)).collect();
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    /// A number that changes whenever a topic is created, changed or deleted.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Document> {
@@ -193,6 +205,7 @@ impl TopicStore {
             doc.topics.remove(name);
             return Err(e);
         }
+        self.version.fetch_add(1, Ordering::Release);
         Ok(info)
     }
 
@@ -215,6 +228,7 @@ impl TopicStore {
             doc.topics.insert(name.to_string(), old);
             return Err(e);
         }
+        self.version.fetch_add(1, Ordering::Release);
         Ok(new)
     }
 
@@ -229,6 +243,7 @@ impl TopicStore {
             doc.topics.insert(name.to_string(), old);
             return Err(e);
         }
+        self.version.fetch_add(1, Ordering::Release);
         Ok(old)
     }
 

@@ -171,6 +171,8 @@ fn empty(api: ApiKey) -> Option<RequestKind> {
         ApiKey::AlterUserScramCredentials => K::AlterUserScramCredentials(Default::default()),
         ApiKey::DescribeClientQuotas => K::DescribeClientQuotas(Default::default()),
         ApiKey::AlterClientQuotas => K::AlterClientQuotas(Default::default()),
+        ApiKey::ConsumerGroupHeartbeat => K::ConsumerGroupHeartbeat(Default::default()),
+        ApiKey::ConsumerGroupDescribe => K::ConsumerGroupDescribe(Default::default()),
         _ => return None,
     })
 }
@@ -325,6 +327,28 @@ fn nested(api: ApiKey, version: i16) -> Option<RequestKind> {
             req.group_id = GroupId(s("hostile-group"));
             req.topics = vec![t];
             K::OffsetCommit(req)
+        }
+        ApiKey::ConsumerGroupHeartbeat => {
+            use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+            use kafka_protocol::messages::ConsumerGroupHeartbeatRequest;
+            let mut tp = TopicPartitions::default();
+            tp.partitions = vec![0, 1, 2];
+            let mut req = ConsumerGroupHeartbeatRequest::default();
+            req.group_id = GroupId(s("hostile-group"));
+            req.member_id = s("hostile-member");
+            req.rebalance_timeout_ms = 30_000;
+            req.subscribed_topic_names = Some(vec![topic("hostile"), topic("other")]);
+            if version >= 1 {
+                req.subscribed_topic_regex = Some(s("host.*"));
+            }
+            req.server_assignor = Some(s("uniform"));
+            req.topic_partitions = Some(vec![tp.clone(), tp]);
+            K::ConsumerGroupHeartbeat(req)
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            let mut req = kafka_protocol::messages::ConsumerGroupDescribeRequest::default();
+            req.group_ids = vec![GroupId(s("hostile-group")), GroupId(s("other"))];
+            K::ConsumerGroupDescribe(req)
         }
         _ => return None,
     })

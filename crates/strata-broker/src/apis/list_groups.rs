@@ -1,5 +1,5 @@
 //! ListGroups (key 16), versions 0–5: every group, optionally filtered by
-//! state (v4+) and type (v5+; every group here is "classic").
+//! state (v4+, case-insensitive) and type (v5+: `classic` or `consumer`).
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
@@ -15,13 +15,12 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> List
     } else {
         Vec::new()
     };
-    let classic_wanted = ctx.version < 5
-        || req.types_filter.is_empty()
-        || req
-            .types_filter
-            .iter()
-            .any(|t| t.eq_ignore_ascii_case("classic"));
-    let (error, mut groups) = ctx.broker.groups.list(&ctx.broker, states).await;
+    let types: Vec<String> = if ctx.version >= 5 {
+        req.types_filter.iter().map(|s| s.to_string()).collect()
+    } else {
+        Vec::new()
+    };
+    let (error, mut groups) = ctx.broker.groups.list(&ctx.broker, states, types).await;
     // DESCRIBE on the cluster lists every group; otherwise only the groups
     // the principal may DESCRIBE (a filter: denials are not refusals).
     if !ctx.authorize_cluster_quietly(AclOperation::Describe) {
@@ -31,22 +30,20 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> List
     }
     let mut resp = ListGroupsResponse::default();
     resp.error_code = code_of(error);
-    if classic_wanted {
-        resp.groups = groups
-            .into_iter()
-            .map(|g| {
-                let mut out = ListedGroup::default();
-                out.group_id = GroupId(StrBytes::from_string(g.group_id));
-                out.protocol_type = StrBytes::from_string(g.protocol_type);
-                if ctx.version >= 4 {
-                    out.group_state = StrBytes::from_static_str(g.state);
-                }
-                if ctx.version >= 5 {
-                    out.group_type = StrBytes::from_static_str("classic");
-                }
-                out
-            })
-            .collect();
-    }
+    resp.groups = groups
+        .into_iter()
+        .map(|g| {
+            let mut out = ListedGroup::default();
+            out.group_id = GroupId(StrBytes::from_string(g.group_id));
+            out.protocol_type = StrBytes::from_string(g.protocol_type);
+            if ctx.version >= 4 {
+                out.group_state = StrBytes::from_static_str(g.state);
+            }
+            if ctx.version >= 5 {
+                out.group_type = StrBytes::from_static_str(g.group_type);
+            }
+            out
+        })
+        .collect();
     resp
 }

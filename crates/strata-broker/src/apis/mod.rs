@@ -26,6 +26,8 @@ pub(crate) mod api_versions;
 mod authorize;
 pub(crate) mod client_quotas;
 pub(crate) mod configs;
+pub(crate) mod consumer_group_describe;
+pub(crate) mod consumer_group_heartbeat;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
 pub(crate) mod delete_groups;
@@ -114,6 +116,8 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
@@ -215,6 +219,8 @@ pub(crate) async fn handle(
         ApiKey::DescribeGroups => route!(describe_groups),
         ApiKey::ListGroups => route!(list_groups),
         ApiKey::DeleteGroups => route!(delete_groups),
+        ApiKey::ConsumerGroupHeartbeat => route!(consumer_group_heartbeat),
+        ApiKey::ConsumerGroupDescribe => route!(consumer_group_describe),
         ApiKey::OffsetDelete => route!(offset_delete),
         ApiKey::ElectLeaders => route!(elect_leaders),
         ApiKey::AlterPartitionReassignments => route!(alter_partition_reassignments),

@@ -30,7 +30,23 @@ pub(crate) async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> Off
                     })
                     .collect::<Vec<_>>()
             });
-            let result = fetch_authorized(ctx, g.group_id.as_str(), wanted, require_stable).await;
+            // v9 (KIP-848): a member of a consumer group names itself.
+            let member = g
+                .member_id
+                .as_ref()
+                .map(|m| (m.to_string(), g.member_epoch));
+            let checked = match member {
+                Some((id, epoch)) if ctx.version >= 9 => {
+                    ctx.broker
+                        .groups
+                        .check_fetching_member(g.group_id.as_str(), &id, epoch)
+                }
+                _ => None,
+            };
+            let result = match checked {
+                Some(e) => Err(e),
+                None => fetch_authorized(ctx, g.group_id.as_str(), wanted, require_stable).await,
+            };
             let mut out = OffsetFetchResponseGroup::default();
             out.group_id = g.group_id;
             match result {

@@ -176,6 +176,8 @@ pub(crate) struct GroupOverview {
     pub group_id: String,
     pub protocol_type: String,
     pub state: &'static str,
+    /// `classic` or `consumer` (ListGroups v5).
+    pub group_type: &'static str,
 }
 
 /// DescribeGroups member.

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bytes::Bytes;
 
+use super::consumer::group::ConsumerGroup;
 use super::member::{Member, Protocol};
 use super::records::{GroupMetadataValue, MemberMetadataValue};
 
@@ -127,6 +128,10 @@ pub(crate) struct Group {
     pub pending_txn: BTreeMap<i64, BTreeMap<(String, i32), CommittedOffset>>,
     /// Topics the consumer-protocol members subscribe to, when known.
     pub subscribed_topics: Option<BTreeSet<String>>,
+    /// `Some`: a KIP-848 consumer group. It shares this struct's offsets,
+    /// pending transactional offsets and id; the classic fields stay
+    /// empty (no classic member, state Empty, generation 0).
+    pub consumer: Option<Box<ConsumerGroup>>,
 }
 
 impl Group {
@@ -149,6 +154,7 @@ impl Group {
             offsets: BTreeMap::new(),
             pending_txn: BTreeMap::new(),
             subscribed_topics: None,
+            consumer: None,
         }
     }
 
@@ -339,6 +345,12 @@ impl Group {
     }
 
     pub(crate) fn is_subscribed_to(&self, topic: &str) -> bool {
+        if let Some(cg) = self.consumer.as_deref() {
+            return cg
+                .members
+                .values()
+                .any(|m| cg.member_topics(m).contains(topic));
+        }
         match &self.subscribed_topics {
             Some(t) => t.contains(topic),
             None => true,
@@ -376,6 +388,20 @@ impl Group {
             current_state_timestamp: self.state_timestamp.unwrap_or(-1),
             members,
         }
+    }
+
+    /// Forget the classic protocol's state (an empty classic group becoming
+    /// a consumer group); offsets stay.
+    pub(crate) fn reset_classic(&mut self, now: i64) {
+        self.state = GroupState::Empty;
+        self.state_timestamp = Some(now);
+        self.protocol_type = None;
+        self.protocol_name = None;
+        self.generation_id = 0;
+        self.leader_id = None;
+        self.join_timer = None;
+        self.sync_timer = None;
+        self.subscribed_topics = None;
     }
 
     /// Rebuild a group from its metadata record (Kafka `readGroupMessageValue`

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::consumer::assignor::AssignorName;
 use strata_log::config::{
     apply, defaults, resolved, ConfigDef, ConfigError, ConfigType, Validator, Value,
 };
@@ -32,6 +33,84 @@ pub struct GroupConfig {
     /// `offsets.topic.replication.factor` (3; cluster mode only: a single
     /// node has one replica).
     pub offsets_topic_replication_factor: i16,
+    /// `group.coordinator.rebalance.protocols` contains `consumer`.
+    pub consumer_protocol_enabled: bool,
+    /// `group.consumer.session.timeout.ms` (45000).
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.min.session.timeout.ms` (45000).
+    pub consumer_min_session_timeout_ms: i32,
+    /// `group.consumer.max.session.timeout.ms` (60000).
+    pub consumer_max_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms` (5000).
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.min.heartbeat.interval.ms` (5000).
+    pub consumer_min_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.heartbeat.interval.ms` (15000).
+    pub consumer_max_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size` (Integer.MAX_VALUE).
+    pub consumer_max_size: usize,
+    /// `group.consumer.assignors`: the first is the default.
+    pub(crate) consumer_assignors: Vec<AssignorName>,
+    /// `group.consumer.migration.policy` (Kafka 4.0's `bidirectional`).
+    pub(crate) migration_policy: MigrationPolicy,
+}
+
+/// `group.consumer.migration.policy`: which online conversions between
+/// classic and consumer groups are allowed (empty groups always convert).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MigrationPolicy {
+    Disabled,
+    Upgrade,
+    Downgrade,
+    Bidirectional,
+}
+
+impl MigrationPolicy {
+    fn parse(s: &str) -> Option<MigrationPolicy> {
+        match s.to_ascii_lowercase().as_str() {
+            "disabled" => Some(MigrationPolicy::Disabled),
+            "upgrade" => Some(MigrationPolicy::Upgrade),
+            "downgrade" => Some(MigrationPolicy::Downgrade),
+            "bidirectional" => Some(MigrationPolicy::Bidirectional),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            MigrationPolicy::Disabled => "disabled",
+            MigrationPolicy::Upgrade => "upgrade",
+            MigrationPolicy::Downgrade => "downgrade",
+            MigrationPolicy::Bidirectional => "bidirectional",
+        }
+    }
+}
+
+fn check_protocols(v: &Value) -> Result<(), String> {
+    let list = v.list();
+    if list.iter().any(|p| p == "classic") {
+        Ok(())
+    } else {
+        Err("must contain classic".to_string())
+    }
+}
+
+fn check_assignors(v: &Value) -> Result<(), String> {
+    let list = v.list();
+    if list.is_empty() {
+        return Err("must name at least one assignor".to_string());
+    }
+    match list.iter().find(|a| AssignorName::parse(a).is_none()) {
+        Some(a) => Err(format!("unknown assignor {a} (known: uniform, range)")),
+        None => Ok(()),
+    }
+}
+
+fn check_policy(v: &Value) -> Result<(), String> {
+    match MigrationPolicy::parse(&v.string()) {
+        Some(_) => Ok(()),
+        None => Err("must be one of disabled, upgrade, downgrade, bidirectional".to_string()),
+    }
 }
 
 fn usize_of(v: &Value) -> usize {
@@ -131,6 +210,102 @@ static TABLE: &[Def] = &[
         |c, v| c.offsets_topic_segment_bytes = v.int(),
         |c| c.offsets_topic_segment_bytes.to_string(),
     ),
+    Def::new(
+        "group.coordinator.rebalance.protocols",
+        ConfigType::List,
+        "classic,consumer",
+        Validator::Custom(|v| {
+            check_protocols(v)?;
+            match v.list().iter().find(|p| !["classic", "consumer", "share"].contains(&p.as_str())) {
+                Some(p) => Err(format!("unknown protocol {p} (known: classic, consumer, share)")),
+                None => Ok(()),
+            }
+        }),
+        "The rebalance protocols the group coordinator serves (consumer: KIP-848).",
+        |c, v| c.consumer_protocol_enabled = v.list().iter().any(|p| p == "consumer"),
+        |c| if c.consumer_protocol_enabled { "classic,consumer".to_string() } else { "classic".to_string() },
+    ),
+    Def::new(
+        "group.consumer.session.timeout.ms",
+        ConfigType::Int,
+        "45000",
+        Validator::AtLeast(1),
+        "The timeout to detect client failures when using the consumer group protocol.",
+        |c, v| c.consumer_session_timeout_ms = v.int(),
+        |c| c.consumer_session_timeout_ms.to_string(),
+    ),
+    Def::new(
+        "group.consumer.min.session.timeout.ms",
+        ConfigType::Int,
+        "45000",
+        Validator::AtLeast(1),
+        "The minimum allowed session timeout for consumer group members.",
+        |c, v| c.consumer_min_session_timeout_ms = v.int(),
+        |c| c.consumer_min_session_timeout_ms.to_string(),
+    ),
+    Def::new(
+        "group.consumer.max.session.timeout.ms",
+        ConfigType::Int,
+        "60000",
+        Validator::AtLeast(1),
+        "The maximum allowed session timeout for consumer group members.",
+        |c, v| c.consumer_max_session_timeout_ms = v.int(),
+        |c| c.consumer_max_session_timeout_ms.to_string(),
+    ),
+    Def::new(
+        "group.consumer.heartbeat.interval.ms",
+        ConfigType::Int,
+        "5000",
+        Validator::AtLeast(1),
+        "The heartbeat interval given to consumer group members.",
+        |c, v| c.consumer_heartbeat_interval_ms = v.int(),
+        |c| c.consumer_heartbeat_interval_ms.to_string(),
+    ),
+    Def::new(
+        "group.consumer.min.heartbeat.interval.ms",
+        ConfigType::Int,
+        "5000",
+        Validator::AtLeast(1),
+        "The minimum heartbeat interval for consumer group members.",
+        |c, v| c.consumer_min_heartbeat_interval_ms = v.int(),
+        |c| c.consumer_min_heartbeat_interval_ms.to_string(),
+    ),
+    Def::new(
+        "group.consumer.max.heartbeat.interval.ms",
+        ConfigType::Int,
+        "15000",
+        Validator::AtLeast(1),
+        "The maximum heartbeat interval for consumer group members.",
+        |c, v| c.consumer_max_heartbeat_interval_ms = v.int(),
+        |c| c.consumer_max_heartbeat_interval_ms.to_string(),
+    ),
+    Def::new(
+        "group.consumer.max.size",
+        ConfigType::Int,
+        "2147483647",
+        Validator::AtLeast(1),
+        "The maximum number of members a consumer group can hold.",
+        |c, v| c.consumer_max_size = usize_of(v),
+        |c| c.consumer_max_size.to_string(),
+    ),
+    Def::new(
+        "group.consumer.assignors",
+        ConfigType::List,
+        "org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+        Validator::Custom(check_assignors),
+        "The server-side assignors (uniform, range, or Kafka's class names); the first is the default.",
+        |c, v| c.consumer_assignors = v.list().iter().filter_map(|a| AssignorName::parse(a)).collect(),
+        |c| c.consumer_assignors.iter().map(|a| a.name()).collect::<Vec<_>>().join(","),
+    ),
+    Def::new(
+        "group.consumer.migration.policy",
+        ConfigType::String,
+        "bidirectional",
+        Validator::Custom(check_policy),
+        "Which conversions between classic and consumer groups are allowed while they have members: disabled, upgrade, downgrade, bidirectional.",
+        |c, v| c.migration_policy = MigrationPolicy::parse(&v.string()).unwrap_or(MigrationPolicy::Bidirectional),
+        |c| c.migration_policy.name().to_string(),
+    ),
 ];
 
 impl Default for GroupConfig {
@@ -146,6 +321,16 @@ impl Default for GroupConfig {
             offsets_topic_num_partitions: 0,
             offsets_topic_segment_bytes: 0,
             offsets_topic_replication_factor: 0,
+            consumer_protocol_enabled: false,
+            consumer_session_timeout_ms: 0,
+            consumer_min_session_timeout_ms: 0,
+            consumer_max_session_timeout_ms: 0,
+            consumer_heartbeat_interval_ms: 0,
+            consumer_min_heartbeat_interval_ms: 0,
+            consumer_max_heartbeat_interval_ms: 0,
+            consumer_max_size: 0,
+            consumer_assignors: Vec::new(),
+            migration_policy: MigrationPolicy::Bidirectional,
         };
         defaults(TABLE, blank)
     }
@@ -184,6 +369,54 @@ impl GroupConfig {
                 rule: format!(
                     "must not exceed group.max.session.timeout.ms ({})",
                     c.max_session_timeout_ms
+                ),
+            });
+        }
+        let within = |name: &'static str, v: i32, min: (&str, i32), max: (&str, i32)| {
+            if v < min.1 || v > max.1 {
+                Err(ConfigError::InvalidValue {
+                    name,
+                    value: v.to_string(),
+                    rule: format!(
+                        "must be between {} ({}) and {} ({})",
+                        min.0, min.1, max.0, max.1
+                    ),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        within(
+            "group.consumer.session.timeout.ms",
+            c.consumer_session_timeout_ms,
+            (
+                "group.consumer.min.session.timeout.ms",
+                c.consumer_min_session_timeout_ms,
+            ),
+            (
+                "group.consumer.max.session.timeout.ms",
+                c.consumer_max_session_timeout_ms,
+            ),
+        )?;
+        within(
+            "group.consumer.heartbeat.interval.ms",
+            c.consumer_heartbeat_interval_ms,
+            (
+                "group.consumer.min.heartbeat.interval.ms",
+                c.consumer_min_heartbeat_interval_ms,
+            ),
+            (
+                "group.consumer.max.heartbeat.interval.ms",
+                c.consumer_max_heartbeat_interval_ms,
+            ),
+        )?;
+        if c.consumer_heartbeat_interval_ms >= c.consumer_session_timeout_ms {
+            return Err(ConfigError::InvalidValue {
+                name: "group.consumer.heartbeat.interval.ms",
+                value: c.consumer_heartbeat_interval_ms.to_string(),
+                rule: format!(
+                    "must be less than group.consumer.session.timeout.ms ({})",
+                    c.consumer_session_timeout_ms
                 ),
             });
         }

@@ -38,6 +38,8 @@ use super::api::{
     JoinResult, LeaveMember, LeaveResult, Reply, SyncRequest, SyncResult,
 };
 use super::config::GroupConfig;
+use super::consumer::api::{ConsumerHeartbeat, ConsumerHeartbeatResult, DescribedGroup};
+use super::consumer::image::TopicImage;
 use super::manager::GroupManager;
 use super::member::Ticket;
 use super::offsets::LoadedRecord;
@@ -102,6 +104,11 @@ pub(crate) trait GroupHost: Send + Sync + Sized + 'static {
     /// Cluster mode: partitions of `__consumer_offsets` live on several
     /// brokers, and this coordinator owns only those its broker leads.
     fn clustered(&self) -> bool;
+    /// A number that moves whenever a topic is created, changed or deleted.
+    fn topics_version(&self) -> u64;
+    /// Every topic with its partitions' replica racks where known, at
+    /// `version` (KIP-848 subscriptions).
+    fn topic_image(&self, version: u64) -> TopicImage;
 }
 
 /// Why `__consumer_offsets` cannot be used yet.
@@ -140,6 +147,9 @@ pub(crate) struct GroupCoordinator {
     creating: Mutex<()>,
     /// Every partition of `__consumer_offsets` has its log.
     offsets_ready: AtomicBool,
+    /// The topics as KIP-848 groups last saw them (rebuilt when the host's
+    /// topics version moves).
+    image: Mutex<Arc<TopicImage>>,
 }
 
 impl GroupCoordinator {
@@ -157,7 +167,63 @@ impl GroupCoordinator {
             started: OnceCell::new(),
             creating: Mutex::new(()),
             offsets_ready: AtomicBool::new(false),
+            image: Mutex::new(Arc::new(TopicImage::default())),
         }
+    }
+
+    /// The current topic image (rebuilt only when the topics changed).
+    fn topic_image<H: GroupHost>(&self, broker: &H) -> Arc<TopicImage> {
+        let version = broker.topics_version();
+        let mut image = self.image.lock().unwrap_or_else(|p| p.into_inner());
+        if image.version != version || image.topics.is_empty() {
+            *image = Arc::new(broker.topic_image(version));
+        }
+        image.clone()
+    }
+
+    /// ConsumerGroupHeartbeat (KIP-848); answered once its records are stored.
+    pub(crate) async fn consumer_heartbeat<H: GroupHost>(
+        &self,
+        broker: &Arc<H>,
+        req: ConsumerHeartbeat,
+    ) -> ConsumerHeartbeatResult {
+        self.ensure_started(broker).await;
+        broker
+            .run_blocking(move |b| {
+                let c = b.coordinator();
+                let image = c.topic_image(b);
+                c.run(b, |m, s, now| m.consumer_heartbeat(&req, &image, now, s))
+            })
+            .await
+    }
+
+    /// OffsetFetch v9 from a member of a consumer group: it must be in the
+    /// group at `epoch` (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH). Classic
+    /// groups and unknown groups are not checked.
+    pub(crate) fn check_fetching_member(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        epoch: i32,
+    ) -> Option<ResponseError> {
+        let st = self.lock();
+        let cg = st.manager.group(group_id)?.consumer.as_deref()?;
+        match cg.members.get(member_id) {
+            None => Some(ResponseError::UnknownMemberId),
+            Some(m) if m.assignment.member_epoch != epoch => Some(ResponseError::StaleMemberEpoch),
+            Some(_) => None,
+        }
+    }
+
+    /// ConsumerGroupDescribe of `ids`, in order.
+    pub(crate) async fn consumer_describe<H: GroupHost>(
+        &self,
+        broker: &Arc<H>,
+        ids: Vec<String>,
+    ) -> Vec<DescribedGroup> {
+        self.ensure_started(broker).await;
+        let image = self.topic_image(broker.as_ref());
+        self.lock().manager.consumer_describe(&ids, &image)
     }
 
     /// Cluster mode: own no partition until [`Self::set_owned_partitions`].
@@ -488,9 +554,10 @@ impl GroupCoordinator {
         &self,
         broker: &Arc<H>,
         states: Vec<String>,
+        types: Vec<String>,
     ) -> (Option<ResponseError>, Vec<GroupOverview>) {
         self.ensure_started(broker).await;
-        self.lock().manager.list_groups(&states)
+        self.lock().manager.list_groups(&states, &types)
     }
 
     pub(crate) async fn describe<H: GroupHost>(
@@ -531,6 +598,21 @@ impl GroupCoordinator {
                 })
             })
             .collect()
+    }
+
+    /// How many groups this coordinator holds, by (protocol, state): for
+    /// the group-coordinator metrics.
+    pub(crate) fn group_counts(&self) -> crate::metrics::groups::GroupCounts {
+        let st = self.lock();
+        let mut counts = crate::metrics::groups::GroupCounts::new();
+        for g in st.manager.groups.values() {
+            let key = match g.consumer.as_deref() {
+                Some(cg) => ("consumer", cg.state().name()),
+                None => ("classic", g.state().name()),
+            };
+            *counts.entry(key).or_default() += 1;
+        }
+        counts
     }
 
     /// Stop serving: parked requests are answered NOT_COORDINATOR.

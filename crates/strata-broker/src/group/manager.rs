@@ -208,6 +208,7 @@ impl GroupManager {
         for id in due {
             self.with_group(&id, now, store, |_| ());
         }
+        self.consumer_poll_timers(now, store);
     }
 
     /// The earliest deadline of any group.
@@ -223,7 +224,16 @@ impl Group {
         let pending = self.pending_members.values().copied();
         let join = self.join_timer.map(|t| t.deadline());
         let sync = self.sync_timer.map(|t| t.deadline);
-        members.chain(pending).chain(join).chain(sync).min()
+        let consumer = self
+            .consumer
+            .as_deref()
+            .and_then(|cg| cg.members.values().filter_map(|m| m.next_deadline()).min());
+        members
+            .chain(pending)
+            .chain(join)
+            .chain(sync)
+            .chain(consumer)
+            .min()
     }
 }
 

@@ -42,6 +42,10 @@ impl GroupManager {
             self.push_join_error(ticket, &req.member_id, E::InvalidSessionTimeout);
             return;
         }
+        if let Some(error) = self.classic_join_on_consumer_group(&req.group_id, now, store) {
+            self.push_join_error(ticket, &req.member_id, error);
+            return;
+        }
         let is_unknown = req.member_id.is_empty();
         if is_unknown {
             self.get_or_create(&req.group_id, now);
@@ -110,6 +114,36 @@ impl GroupManager {
         let group_id = req.group_id.clone();
         self.with_group(&group_id, now, store, |ops| ops.heartbeat(&req))
             .unwrap_or(Some(E::UnknownMemberId))
+    }
+
+    /// A classic JoinGroup for a KIP-848 consumer group: an empty one
+    /// becomes a classic group (its records deleted, its offsets kept); one
+    /// with members refuses the join — with a retriable error while the
+    /// migration policy allows a downgrade, so the classic member joins
+    /// once the others have left (Strata does not run mixed groups).
+    fn classic_join_on_consumer_group(
+        &mut self,
+        group_id: &str,
+        now: i64,
+        store: &mut dyn OffsetsStore,
+    ) -> Option<ResponseError> {
+        let partition = self.partition_for(group_id);
+        let downgrade = self.config.migration_policy.allows_downgrade();
+        let group = self.groups.get_mut(group_id)?;
+        let cg = group.consumer.as_deref()?;
+        if !cg.members.is_empty() {
+            return Some(if downgrade {
+                E::CoordinatorLoadInProgress
+            } else {
+                E::InconsistentGroupProtocol
+            });
+        }
+        let tombstones = super::consumer::persist::delete_group(group_id, cg);
+        if let Err(e) = store.append(partition, &tombstones, now) {
+            return Some(e.group_error());
+        }
+        group.consumer = None;
+        None
     }
 
     /// LeaveGroup for one or more members.

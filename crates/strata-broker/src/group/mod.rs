@@ -1,5 +1,6 @@
-//! The classic consumer-group coordinator and committed offsets, stored in
-//! the internal compacted topic `__consumer_offsets` as Kafka 3.9 does.
+//! The group coordinator: classic consumer groups, KIP-848 consumer groups
+//! (`consumer`) and committed offsets, stored in the internal compacted
+//! topic `__consumer_offsets` as Kafka does.
 //!
 //! # Layout
 //!
@@ -16,7 +17,8 @@
 //! - `timers`: session, join-phase and sync-phase deadlines; unloading.
 //! - `offsets`: OffsetCommit / OffsetFetch / OffsetDelete, DeleteGroups,
 //!   ListGroups, DescribeGroups, retention, loading from the log.
-//! - `consumer`: KIP-848 consumer groups' assignors and reconciliation (pure).
+//! - `consumer`: KIP-848 consumer groups: assignors, reconciliation,
+//!   ConsumerGroupHeartbeat/Describe, their records and timers.
 //! - `coordinator`: the runtime — one mutex around the manager, oneshot
 //!   channels for parked requests, the timer task, the log-backed store.
 //!

@@ -66,7 +66,22 @@ impl GroupManager {
         self.with_group(&req.group_id, now, store, |ops| {
             let g = &*ops.group;
             let instance = req.group_instance_id.as_deref();
-            let validation = if g.is(GroupState::Dead) {
+            let validation = if let Some(cg) = g.consumer.as_deref() {
+                // KIP-848 (Kafka `ConsumerGroup.validateOffsetCommit`): the
+                // generation is the member epoch; commits are accepted in
+                // any member state.
+                if req.generation_id < 0 && req.member_id.is_empty() && cg.members.is_empty() {
+                    None
+                } else {
+                    match cg.members.get(&req.member_id) {
+                        None => Some(E::UnknownMemberId),
+                        Some(m) if req.generation_id != m.assignment.member_epoch => {
+                            Some(E::StaleMemberEpoch)
+                        }
+                        Some(_) => None,
+                    }
+                }
+            } else if g.is(GroupState::Dead) {
                 Some(E::CoordinatorNotAvailable)
             } else if req.generation_id < 0 && g.is(GroupState::Empty) {
                 // Admin tools and assign()-consumers commit outside group management.
@@ -229,9 +244,14 @@ impl GroupManager {
         else {
             return Err(E::GroupIdNotFound);
         };
-        let consumer = group.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE);
+        let consumer = group.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE)
+            || group.consumer.is_some();
+        let members = group
+            .consumer
+            .as_deref()
+            .is_some_and(|cg| !cg.members.is_empty());
         let errors: Vec<Option<ResponseError>> = match group.state() {
-            GroupState::Empty => vec![None; partitions.len()],
+            GroupState::Empty if !members => vec![None; partitions.len()],
             _ if consumer => partitions
                 .iter()
                 .map(|(t, _)| {
@@ -276,6 +296,13 @@ impl GroupManager {
                 }
                 match self.groups.get_mut(id) {
                     None => Some(E::GroupIdNotFound),
+                    Some(g)
+                        if g.consumer
+                            .as_deref()
+                            .is_some_and(|cg| !cg.members.is_empty()) =>
+                    {
+                        Some(E::NonEmptyGroup)
+                    }
                     Some(g) => match g.state() {
                         GroupState::Dead => Some(E::GroupIdNotFound),
                         GroupState::Empty => {
@@ -318,7 +345,11 @@ impl GroupManager {
                 continue;
             };
             let removed = select(group);
-            if group.is(GroupState::Empty) && group.offsets.is_empty() {
+            let members = group
+                .consumer
+                .as_deref()
+                .is_some_and(|cg| !cg.members.is_empty());
+            if group.is(GroupState::Empty) && group.offsets.is_empty() && !members {
                 group.transition_to(GroupState::Dead, now);
             }
             let mut tombstones: Vec<StoreRecord> = removed
@@ -335,6 +366,9 @@ impl GroupManager {
                 .collect();
             if group.is(GroupState::Dead) {
                 let generation = group.generation_id;
+                if let Some(cg) = group.consumer.as_deref() {
+                    tombstones.extend(super::consumer::persist::delete_group(id, cg));
+                }
                 self.groups.remove(id);
                 // Groups that only ever stored offsets have no metadata record.
                 if generation > 0 {
@@ -365,6 +399,7 @@ impl GroupManager {
     pub(crate) fn list_groups(
         &self,
         states: &[String],
+        types: &[String],
     ) -> (Option<ResponseError>, Vec<GroupOverview>) {
         if !self.is_active() {
             return (Some(E::CoordinatorNotAvailable), Vec::new());
@@ -373,15 +408,26 @@ impl GroupManager {
             .is_loading_any()
             .then_some(E::CoordinatorLoadInProgress);
         let wanted: BTreeSet<String> = states.iter().map(|s| s.to_lowercase()).collect();
+        let wanted_types: BTreeSet<String> = types.iter().map(|s| s.to_lowercase()).collect();
         let mut out: Vec<GroupOverview> = self
             .groups
             .values()
-            .filter(|g| wanted.is_empty() || wanted.contains(&g.state().name().to_lowercase()))
-            .map(|g| GroupOverview {
-                group_id: g.id.clone(),
-                protocol_type: g.protocol_type.clone().unwrap_or_default(),
-                state: g.state().name(),
+            .map(|g| match g.consumer.as_deref() {
+                Some(cg) => GroupOverview {
+                    group_id: g.id.clone(),
+                    protocol_type: CONSUMER_PROTOCOL_TYPE.to_string(),
+                    state: cg.state().name(),
+                    group_type: "consumer",
+                },
+                None => GroupOverview {
+                    group_id: g.id.clone(),
+                    protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                    state: g.state().name(),
+                    group_type: "classic",
+                },
             })
+            .filter(|o| wanted.is_empty() || wanted.contains(&o.state.to_lowercase()))
+            .filter(|o| wanted_types.is_empty() || wanted_types.contains(o.group_type))
             .collect();
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         (error, out)
@@ -398,7 +444,9 @@ impl GroupManager {
                 members: Vec::new(),
             };
         }
-        let Some(g) = self.group(group_id) else {
+        // Kafka 3.9: a consumer group is not a classic group, so the classic
+        // API describes it as Dead (ConsumerGroupDescribe describes it).
+        let Some(g) = self.group(group_id).filter(|g| g.consumer.is_none()) else {
             return GroupSummary {
                 error: None,
                 state: GroupState::Dead.name(),
@@ -484,6 +532,7 @@ impl GroupManager {
         let mut offsets: HashMap<OffsetCommitKey, CommittedOffset> = HashMap::new();
         let mut groups: HashMap<String, GroupMetadataValue> = HashMap::new();
         let mut pending: HashMap<i64, HashMap<OffsetCommitKey, CommittedOffset>> = HashMap::new();
+        let mut consumer = super::consumer::persist::Replay::default();
         for r in records {
             if let (Some(pid), Some(commit)) = (r.txn_producer, r.marker) {
                 // Kafka: a COMMIT makes the producer's pending offsets
@@ -541,14 +590,13 @@ impl GroupManager {
                         }
                     }
                 }
-                // Consumer-group (KIP-848) records are skipped until the
-                // consumer-group coordinator replays them.
                 RecordKey::ConsumerGroup(k) => {
-                    tracing::warn!(
-                        partition,
-                        version = k.record_type(),
-                        "ignoring consumer group __consumer_offsets record"
-                    )
+                    // A classic group and a consumer group of the same id
+                    // replace each other (Kafka's conversions write a
+                    // tombstone for the other kind first).
+                    if let Err(error) = consumer.apply(k, r.value.as_deref()) {
+                        tracing::warn!(partition, %error, "skipping consumer group record value")
+                    }
                 }
                 RecordKey::Unknown { version } => {
                     tracing::warn!(
@@ -579,6 +627,7 @@ impl GroupManager {
         }
         let mut loaded = 0;
         let mut names: BTreeSet<String> = groups.keys().cloned().collect();
+        names.extend(consumer.groups.keys().cloned());
         names.extend(by_group.keys().cloned());
         names.extend(pending_by_group.keys().cloned());
         for name in names {
@@ -597,6 +646,21 @@ impl GroupManager {
             // Kafka `onGroupLoaded`: members must heartbeat within their session.
             for m in group.members.values_mut() {
                 m.heartbeat_deadline = Some(now + i64::from(m.session_timeout_ms));
+            }
+            if let Some(mut cg) = consumer.groups.remove(&name) {
+                let session = i64::from(self.config.consumer_session_timeout_ms);
+                for m in cg.members.values_mut() {
+                    m.session_deadline = Some(now + session);
+                    if m.assignment.state
+                        == super::consumer::reconcile::MemberState::UnrevokedPartitions
+                    {
+                        m.rebalance_deadline = Some((
+                            now + i64::from(m.rebalance_timeout_ms.max(0)),
+                            m.assignment.member_epoch,
+                        ));
+                    }
+                }
+                group.consumer = Some(Box::new(cg));
             }
             debug_assert_eq!(self.partition_for(&name), partition);
             self.groups.insert(name, group);
@@ -630,7 +694,19 @@ fn committed_from(v: &OffsetCommitValue, batch_base_offset: i64) -> CommittedOff
 /// Which offsets of `g` have expired at `now` (and removes them).
 fn expired_offsets(g: &mut Group, now: i64, retention_ms: i64) -> Vec<(String, i32)> {
     // The base timestamp an offset's age counts from, per Kafka's rules.
+    let consumer_topics = g.consumer.as_deref().map(|cg| {
+        cg.members
+            .values()
+            .flat_map(|m| cg.member_topics(m))
+            .collect::<BTreeSet<String>>()
+    });
     let (subscribed, base): (BTreeSet<String>, AgeBase) = match (&g.protocol_type, g.state()) {
+        // KIP-848 groups: the commit time counts; topics a member still
+        // subscribes to never expire.
+        _ if consumer_topics.is_some() => (
+            consumer_topics.unwrap_or_default(),
+            Box::new(|c| c.commit_timestamp),
+        ),
         // No member left: retention counts from when the group emptied.
         (Some(_), GroupState::Empty) => {
             let emptied = g.state_timestamp;

@@ -253,7 +253,7 @@ fn list_and_describe() {
     let mut h = Harness::new(0);
     let a = h.stable_single(G);
     h.commit("simple", "", -1, &[("t", 0, 1)]);
-    let (e, all) = h.m.list_groups(&[]);
+    let (e, all) = h.m.list_groups(&[], &[]);
     assert_eq!(e, None);
     assert_eq!(
         all.iter()
@@ -262,7 +262,7 @@ fn list_and_describe() {
         vec![(G, "Stable"), ("simple", "Empty")]
     );
     assert_eq!(all[0].protocol_type, "consumer");
-    let (_, stable) = h.m.list_groups(&["STABLE".to_string()]);
+    let (_, stable) = h.m.list_groups(&["STABLE".to_string()], &[]);
     assert_eq!(stable.len(), 1);
     let d = h.m.describe_group(G);
     assert_eq!(

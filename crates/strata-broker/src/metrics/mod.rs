@@ -23,6 +23,7 @@
 pub(crate) mod cleaner;
 pub(crate) mod family;
 pub(crate) mod fetch_sessions;
+pub(crate) mod groups;
 pub(crate) mod lag;
 pub(crate) mod log;
 pub(crate) mod network;

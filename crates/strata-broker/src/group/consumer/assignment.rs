@@ -64,6 +64,7 @@ pub(crate) fn insert(tp: &mut TopicPartitions, topic: Uuid, partition: i32) {
     tp.entry(topic).or_default().insert(partition);
 }
 
+#[cfg(test)]
 /// Removes one partition, dropping the topic when it becomes empty.
 /// Returns whether it was present.
 pub(crate) fn remove(tp: &mut TopicPartitions, topic: Uuid, partition: i32) -> bool {

@@ -88,7 +88,6 @@ pub(crate) struct MemberSpec<'a> {
 
 /// One subscribed topic's metadata.
 pub(crate) struct TopicSpec {
-    pub name: String,
     pub partitions: i32,
     /// Per partition (index = partition id): the racks of its replicas; empty Vec when unknown.
     pub partition_racks: Vec<BTreeSet<String>>,

@@ -49,7 +49,6 @@ fn member(id: &str, topics: &[u128]) -> Member {
 
 fn topic(partitions: i32) -> TopicSpec {
     TopicSpec {
-        name: format!("topic-{partitions}"),
         partitions,
         partition_racks: Vec::new(),
     }
@@ -404,7 +403,6 @@ fn range_orders_static_members_first_and_handles_partial_subscriptions() {
 /// alternating "r0", "r1", ...
 fn racked_topic(parts: i32, racks: usize) -> TopicSpec {
     TopicSpec {
-        name: "racked".to_owned(),
         partitions: parts,
         partition_racks: (0..parts)
             .map(|p| [format!("r{}", usize::try_from(p).unwrap() % racks)].into())
