@@ -20,6 +20,8 @@ Output: one JSON object per line on stdout, flushed at once (a SIGKILL loses not
   {"event": "committed", "offsets": {"p": next_offset, ...}, "topic_offsets": [[t, p, next_offset], ...]}
                                                                        (a sync commit succeeded)
   {"event": "commit_failed", "error": "..."}
+  {"event": "client_error", "error": "...", "fatal": bool}          (librdkafka's error_cb: a
+                                                                       diagnosis, not a failure)
   {"event": "closed"}
 `partitions` and `offsets` list only TOPIC's partitions (what the single-topic tests read);
 `topics` is the callback's partitions of every topic. The eager classic protocol passes the whole
@@ -78,6 +80,8 @@ def run_confluent(bootstrap: str, topic: str, group: str, instance: str | None, 
         "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
         "enable.partition.eof": False,
+        # Unsupported group protocols and the like show up only here, not as poll errors.
+        "error_cb": lambda err: emit(event="client_error", error=str(err), fatal=err.fatal()),
     }
     if opts.protocol == "consumer":
         conf["group.protocol"] = "consumer"
