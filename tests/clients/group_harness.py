@@ -6,6 +6,11 @@ so a test can wait on a condition with a deadline, kill the process with SIGKILL
 everything it printed before dying. `BackgroundProducer` writes records to every partition while
 the group rebalances; `check_exactly_once` compares what all members processed with what was
 acknowledged.
+
+A member runs the classic protocol unless started with `protocol="consumer"` (KIP-848). Classic
+members here use the eager assignor: every callback carries the whole assignment and a member holds
+nothing between its revocation and its next assignment. Consumer-protocol callbacks are incremental,
+so for those members the held set comes from the `held` field the member prints after each change.
 """
 
 from __future__ import annotations
@@ -41,9 +46,11 @@ class Event:
 class Member:
     """One group member process and the events it printed."""
 
-    def __init__(self, name: str, argv: list[str]):
+    def __init__(self, name: str, argv: list[str], protocol: str = "classic", topic: str | None = None):
         self.name = name
         self.argv = argv
+        self.protocol = protocol
+        self.topic = topic  # the topic whose partitions `assignment()` and `records()` report
         self.events: list[Event] = []
         self.stderr_lines: list[str] = []
         self.cond = threading.Condition()
@@ -78,7 +85,11 @@ class Member:
             return list(self.events)
 
     def assignment(self) -> set[int] | None:
-        """Partitions held after the last event, or None while a rebalance is under way."""
+        """Partitions held after the last event, or None while a rebalance is under way (classic)
+        or before the first assignment (consumer protocol)."""
+        if self.protocol == "consumer":
+            tps = self.held()
+            return None if tps is None else {p for t, p in tps if self.topic is None or t == self.topic}
         held: set[int] | None = None
         for e in self.snapshot():
             if e.kind == "assigned":
@@ -87,13 +98,37 @@ class Member:
                 held = None
         return held
 
+    def held(self) -> set[tuple[str, int]] | None:
+        """(topic, partition)s held after the last assigned/revoked/lost event (None before any)."""
+        held = None
+        for e in self.snapshot():
+            if e.kind in ("assigned", "revoked", "lost"):
+                held = {(t, p) for t, p in e.fields["held"]}
+        return held
+
+    def changes(self, since: float = 0.0) -> list[Event]:
+        """Assigned/revoked/lost events after `since` that moved at least one partition (the consumer
+        protocol may call back with nothing to report)."""
+        return [e for e in self.snapshot()
+                if e.at > since and e.kind in ("assigned", "revoked", "lost") and e.fields["topics"]]
+
+    def record_times(self, since: float = 0.0) -> list[float]:
+        return [e.at for e in self.snapshot() if e.kind == "record" and e.at > since]
+
+    def topic_records(self) -> list[tuple[str, int, int, str]]:
+        """(topic, partition, offset, value) of every processed record, of every topic."""
+        return [(e.fields["topic"], e.fields["partition"], e.fields["offset"], e.fields["value"])
+                for e in self.snapshot() if e.kind == "record"]
+
     def generation(self) -> int | None:
         gens = [e.fields.get("generation") for e in self.snapshot() if e.kind == "assigned"]
         return gens[-1] if gens else None
 
     def records(self) -> list[tuple[int, int, str]]:
+        """(partition, offset, value) of the processed records of the member's topic."""
         return [(e.fields["partition"], e.fields["offset"], e.fields["value"])
-                for e in self.snapshot() if e.kind == "record"]
+                for e in self.snapshot()
+                if e.kind == "record" and (self.topic is None or e.fields.get("topic", self.topic) == self.topic)]
 
     def committed(self) -> dict[int, int]:
         out: dict[int, int] = {}
@@ -168,14 +203,24 @@ class MemberFactory:
         self.members: list[Member] = []
 
     def start(self, name: str, bootstrap: str, topic: str, group: str, instance: str | None = None,
-              session_ms: int = SESSION_MS, kind: str | None = None) -> Member:
+              session_ms: int = SESSION_MS, kind: str | None = None, protocol: str = "classic",
+              regex: str | None = None, remote_assignor: str | None = None) -> Member:
+        """Starts one member. `protocol="consumer"` selects KIP-848 (session_ms is then the broker's
+        business and ignored); `regex` subscribes to a pattern instead of `topic`."""
         kind = kind or self.kind
         tail = [bootstrap, topic, group, instance or "-", str(session_ms)]
+        if protocol != "classic":
+            tail += ["--protocol", protocol]
+        if regex is not None:
+            tail += ["--regex", regex]
+        if remote_assignor is not None:
+            tail += ["--remote-assignor", remote_assignor]
         if kind == "java":
             argv = ["java", "-cp", self.java_classpath, "GroupMember", *tail]
         else:
             argv = [sys.executable, str(HERE / "group_member.py"), kind, *tail]
-        member = Member(f"{name}[{kind}]", argv)
+        suffix = "" if protocol == "classic" else f",{protocol}"
+        member = Member(f"{name}[{kind}{suffix}]", argv, protocol=protocol, topic=topic)
         self.members.append(member)
         return member
 
@@ -303,6 +348,13 @@ def check_exactly_once(members: list[Member], expected: dict[tuple[int, int], st
     failures = [(m.name, e.fields) for m in members for e in m.snapshot() if e.kind == "commit_failed"]
     assert not failures, f"commits failed: {failures[:5]}"
     return dups
+
+
+def longest_gap(times: list[float], start: float, end: float) -> float:
+    """The longest stretch in [start, end] without one of `times` (the ends count as bounds)."""
+    inside = sorted(t for t in times if start < t < end)
+    bounds = [start, *inside, end]
+    return max(b - a for a, b in zip(bounds, bounds[1:]))
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:

@@ -5,11 +5,15 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -21,25 +25,52 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
- * One consumer-group member with the Java consumer, the twin of group_member.py: subscribes (range
- * assignor, eager), prints each processed record, commits synchronously after every poll and in
- * the revoke callback, and closes cleanly on a {@code close} line or EOF on stdin.
+ * One consumer-group member with the Java consumer, the twin of group_member.py: subscribes, prints
+ * each processed record, commits synchronously after every poll and in the revoke callback, and
+ * closes cleanly on a {@code close} line or EOF on stdin.
  *
- * <p>Output lines: {@code started} (after subscribe), {@code assigned} (partitions, generation), {@code revoked}, {@code lost},
- * {@code record} (partition, offset, value), {@code committed} (offsets), {@code commit_failed},
- * {@code closed}.
+ * <p>With {@code --protocol classic} (the default) the member uses the classic protocol with the
+ * eager range assignor and the given session timeout. With {@code --protocol consumer} it sets
+ * {@code group.protocol=consumer} (KIP-848) and none of session.timeout.ms, heartbeat.interval.ms
+ * and partition.assignment.strategy, which belong to the broker with that protocol;
+ * {@code --remote-assignor NAME} sets {@code group.remote.assignor}. {@code --regex REGEX}
+ * subscribes to {@code Pattern.compile(REGEX)}, which the 3.9 client resolves against its own
+ * metadata and sends to the broker as topic names.
  *
- * <p>Args: bootstrap topic group instanceId|- [sessionTimeoutMs].
+ * <p>Output lines: {@code started} (after subscribe), {@code assigned} (partitions, generation),
+ * {@code revoked}, {@code lost}, {@code record} (partition, offset, value, topic), {@code committed}
+ * (offsets), {@code commit_failed}, {@code closed}; the fields are described in group_member.py.
+ *
+ * <p>Args: bootstrap topic group instanceId|- [sessionTimeoutMs] [--protocol classic|consumer]
+ * [--regex REGEX] [--remote-assignor NAME].
  */
 public final class GroupMember {
+    /** A topic created later must show up quickly for a pattern subscription (default 5 min). */
+    private static final String REGEX_METADATA_MAX_AGE_MS = "1000";
+
     private GroupMember() {}
 
     public static void main(String[] args) {
-        String bootstrap = args[0];
-        String topic = args[1];
-        String group = args[2];
-        String instance = args[3].equals("-") ? null : args[3];
-        int sessionMs = args.length > 4 ? Integer.parseInt(args[4]) : 6000;
+        List<String> positional = new ArrayList<>();
+        String protocol = "classic";
+        String regex = null;
+        String remoteAssignor = null;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--protocol" -> protocol = args[++i];
+                case "--regex" -> regex = args[++i];
+                case "--remote-assignor" -> remoteAssignor = args[++i];
+                default -> positional.add(args[i]);
+            }
+        }
+        if (!protocol.equals("classic") && !protocol.equals("consumer")) {
+            throw new IllegalArgumentException("--protocol must be classic or consumer, not " + protocol);
+        }
+        String bootstrap = positional.get(0);
+        String topic = positional.get(1);
+        String group = positional.get(2);
+        String instance = positional.size() > 3 && !positional.get(3).equals("-") ? positional.get(3) : null;
+        int sessionMs = positional.size() > 4 ? Integer.parseInt(positional.get(4)) : 6000;
 
         AtomicBoolean stop = new AtomicBoolean(false);
         Thread watcher = new Thread(() -> watchStdin(stop), "stdin-watcher");
@@ -56,68 +87,113 @@ public final class GroupMember {
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, Integer.toString(sessionMs));
-        props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
         props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "30000");
         props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "500");
-        props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
+        if (protocol.equals("consumer")) {
+            props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            if (remoteAssignor != null) {
+                props.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, remoteAssignor);
+            }
+        } else {
+            if (remoteAssignor != null) {
+                throw new IllegalArgumentException("--remote-assignor needs --protocol consumer");
+            }
+            props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, Integer.toString(sessionMs));
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+            props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
+        }
+        if (regex != null) {
+            props.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, REGEX_METADATA_MAX_AGE_MS);
+        }
 
-        Map<TopicPartition, OffsetAndMetadata> pending = new TreeMap<>(
-                (a, b) -> Integer.compare(a.partition(), b.partition()));
+        Comparator<TopicPartition> order = Comparator.comparing(TopicPartition::topic)
+                .thenComparingInt(TopicPartition::partition);
+        Map<TopicPartition, OffsetAndMetadata> pending = new TreeMap<>(order);
+        Set<TopicPartition> held = new TreeSet<>(order);
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
-            consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-                    commitPending(consumer, pending);
-                    Json.emit("event", "revoked", "partitions", sorted(partitions));
+                    commitPending(consumer, pending, topic);
+                    held.removeAll(partitions);
+                    emitChange("revoked", topic, partitions, held);
                 }
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-                    Json.emit("event", "assigned", "partitions", sorted(partitions),
+                    held.addAll(partitions);
+                    emitChange("assigned", topic, partitions, held,
                             "generation", consumer.groupMetadata().generationId());
                 }
 
                 @Override
                 public void onPartitionsLost(Collection<TopicPartition> partitions) {
                     pending.clear();
-                    Json.emit("event", "lost", "partitions", sorted(partitions));
+                    held.removeAll(partitions);
+                    emitChange("lost", topic, partitions, held);
                 }
-            });
+            };
+            if (regex != null) {
+                consumer.subscribe(Pattern.compile(regex), listener);
+            } else {
+                consumer.subscribe(List.of(topic), listener);
+            }
             Json.emit("event", "started");
             while (!stop.get()) {
                 for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(100))) {
                     Json.emit("event", "record", "partition", r.partition(), "offset", r.offset(),
-                            "value", r.value());
+                            "value", r.value(), "topic", r.topic());
                     pending.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
                 }
-                commitPending(consumer, pending);
+                commitPending(consumer, pending, topic);
             }
         }
         Json.emit("event", "closed");
     }
 
+    /** An assigned/revoked/lost line: TOPIC's partitions, every topic's, and what is held after. */
+    private static void emitChange(String kind, String topic, Collection<TopicPartition> partitions,
+                                   Set<TopicPartition> held, Object... extra) {
+        List<Object> fields = new ArrayList<>(List.of("event", kind, "partitions", partitionsOf(partitions, topic)));
+        fields.addAll(List.of(extra));
+        fields.addAll(List.of("topics", pairs(partitions), "held", pairs(held)));
+        Json.emit(fields.toArray());
+    }
+
     private static void commitPending(KafkaConsumer<String, String> consumer,
-                                      Map<TopicPartition, OffsetAndMetadata> pending) {
+                                      Map<TopicPartition, OffsetAndMetadata> pending, String topic) {
         if (pending.isEmpty()) {
             return;
         }
         Map<String, Object> offsets = new TreeMap<>();
+        List<Object> topicOffsets = new ArrayList<>();
         for (Map.Entry<TopicPartition, OffsetAndMetadata> e : pending.entrySet()) {
-            offsets.put(Integer.toString(e.getKey().partition()), e.getValue().offset());
+            if (e.getKey().topic().equals(topic)) {
+                offsets.put(Integer.toString(e.getKey().partition()), e.getValue().offset());
+            }
+            topicOffsets.add(List.of(e.getKey().topic(), e.getKey().partition(), e.getValue().offset()));
         }
         try {
             consumer.commitSync(pending);
-            Json.emit("event", "committed", "offsets", offsets);
+            Json.emit("event", "committed", "offsets", offsets, "topic_offsets", topicOffsets);
         } catch (KafkaException e) {
             Json.emit("event", "commit_failed", "error", e.toString());
         }
         pending.clear();
     }
 
-    private static List<Object> sorted(Collection<TopicPartition> partitions) {
+    private static List<Object> partitionsOf(Collection<TopicPartition> partitions, String topic) {
         List<Object> out = new ArrayList<>();
-        partitions.stream().map(TopicPartition::partition).sorted().forEach(out::add);
+        partitions.stream().filter(tp -> tp.topic().equals(topic)).map(TopicPartition::partition).sorted()
+                .forEach(out::add);
+        return out;
+    }
+
+    private static List<Object> pairs(Collection<TopicPartition> partitions) {
+        List<Object> out = new ArrayList<>();
+        partitions.stream()
+                .sorted(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition))
+                .forEach(tp -> out.add(List.of(tp.topic(), tp.partition())));
         return out;
     }
 
