@@ -13,6 +13,7 @@ use kafka_protocol::error::ResponseError;
 
 use super::api::{CommitRequest, FetchedOffset, GroupOverview, GroupSummary, MemberSummary};
 use super::classic::{CommittedOffset, Group, GroupState, CONSUMER_PROTOCOL_TYPE};
+use super::consumer::assignment::contains;
 use super::manager::{GroupIdRule, GroupManager};
 use super::records::{
     decode_key, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, RecordKey,
@@ -76,7 +77,20 @@ impl GroupManager {
                     match cg.members.get(&req.member_id) {
                         None => Some(E::UnknownMemberId),
                         Some(m) if req.generation_id != m.assignment.member_epoch => {
-                            Some(E::StaleMemberEpoch)
+                            // A commit sent before the member learned its new
+                            // epoch, for partitions it still owns, is not a
+                            // zombie's: accepted (Kafka 3.9 refuses it and the
+                            // Java client's commitSync then fails).
+                            let owns = |p: &super::api::CommitPartition| {
+                                cg.subscription_metadata.get(&p.topic).is_some_and(|t| {
+                                    contains(&m.assignment.assigned, t.id, p.partition)
+                                        || contains(&m.assignment.pending_revocation, t.id, p.partition)
+                                })
+                            };
+                            let previous = req.generation_id == m.assignment.previous_member_epoch
+                                && req.generation_id >= 0;
+                            (!(previous && req.partitions.iter().all(owns)))
+                                .then_some(E::StaleMemberEpoch)
                         }
                         Some(_) => None,
                     }

@@ -422,7 +422,7 @@ fn member_epoch_guards_offset_commits() {
         vec![None]
     );
     assert_eq!(
-        h.m.commit_offsets(&commit("a", 0), now, &mut h.store),
+        h.m.commit_offsets(&commit("a", 5), now, &mut h.store),
         vec![Some(ResponseError::StaleMemberEpoch)]
     );
     assert_eq!(
@@ -431,4 +431,23 @@ fn member_epoch_guards_offset_commits() {
     );
     let fetched = h.reload().fetch_offsets(GROUP, None, false).unwrap();
     assert_eq!(fetched[0].offset, 5);
+    // b joins; a revokes half and moves to epoch 2. A commit still carrying
+    // epoch 1 is accepted for partitions a kept, refused for one it gave up.
+    let owned = h.beat("a", 1, None).assignment.unwrap_or_default();
+    h.join("b", &["t"]);
+    let all = h.cg().members["a"].assignment.assigned.clone();
+    let kept = h.beat("a", 1, Some(&all)).assignment.unwrap();
+    assert_eq!(h.beat("a", 1, Some(&kept)).member_epoch, 2);
+    let _ = owned;
+    let id = h.cg().subscription_metadata["t"].id;
+    let mine = *kept[&id].iter().next().unwrap();
+    let given = (0..6).find(|p| !kept[&id].contains(p)).unwrap();
+    let mut late = commit("a", 1);
+    late.partitions[0].partition = mine;
+    assert_eq!(h.m.commit_offsets(&late, now, &mut h.store), vec![None]);
+    late.partitions[0].partition = given;
+    assert_eq!(
+        h.m.commit_offsets(&late, now, &mut h.store),
+        vec![Some(ResponseError::StaleMemberEpoch)]
+    );
 }
