@@ -390,9 +390,13 @@ impl Group {
         }
     }
 
-    /// Forget the classic protocol's state (an empty classic group becoming
-    /// a consumer group); offsets stay.
+    /// Forget the classic protocol's state (the group becoming a consumer
+    /// group, which took over its members); offsets stay.
     pub(crate) fn reset_classic(&mut self, now: i64) {
+        self.members.clear();
+        self.static_members.clear();
+        self.pending_members.clear();
+        self.pending_sync.clear();
         self.state = GroupState::Empty;
         self.state_timestamp = Some(now);
         self.protocol_type = None;

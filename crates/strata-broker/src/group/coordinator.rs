@@ -386,7 +386,9 @@ impl GroupCoordinator {
         f: impl FnOnce(&mut GroupManager, &mut LogStore<'_, H>, i64) -> T,
     ) -> T {
         let now = broker.now_ms();
+        let image = self.topic_image(broker);
         let mut st = self.lock();
+        st.manager.image = image;
         let mut store = LogStore {
             broker,
             coordinator: self,

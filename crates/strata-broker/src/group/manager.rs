@@ -39,6 +39,9 @@ pub(crate) struct GroupManager {
     owned: Option<BTreeSet<i32>>,
     active: bool,
     replies: Vec<Reply>,
+    /// The topics as last seen by the runtime (set before each operation):
+    /// classic members of consumer groups name topics, the group ids.
+    pub(crate) image: std::sync::Arc<super::consumer::image::TopicImage>,
 }
 
 /// One operation on one group: the borrowed pieces the protocol logic in
@@ -62,6 +65,7 @@ impl GroupManager {
             owned: None,
             active: true,
             replies: Vec::new(),
+            image: std::sync::Arc::default(),
         }
     }
 

@@ -42,6 +42,10 @@ impl GroupManager {
             self.push_join_error(ticket, &req.member_id, E::InvalidSessionTimeout);
             return;
         }
+        if let Some(result) = self.classic_join_mixed(&req, now, store) {
+            self.push_reply(Reply::Join(ticket, result));
+            return;
+        }
         if let Some(error) = self.classic_join_on_consumer_group(&req.group_id, now, store) {
             self.push_join_error(ticket, &req.member_id, error);
             return;
@@ -91,6 +95,10 @@ impl GroupManager {
             self.push_reply(Reply::Sync(ticket, SyncResult::error(error)));
             return;
         }
+        if let Some(result) = self.classic_sync_mixed(&req, now) {
+            self.push_reply(Reply::Sync(ticket, result));
+            return;
+        }
         let group_id = req.group_id.clone();
         let done = self.with_group(&group_id, now, store, |ops| ops.sync(req, ticket));
         if done.is_none() {
@@ -111,16 +119,17 @@ impl GroupManager {
             Some(e) => return Some(e),
             None => {}
         }
+        if let Some(outcome) = self.classic_heartbeat_mixed(&req, now) {
+            return outcome;
+        }
         let group_id = req.group_id.clone();
         self.with_group(&group_id, now, store, |ops| ops.heartbeat(&req))
             .unwrap_or(Some(E::UnknownMemberId))
     }
 
-    /// A classic JoinGroup for a KIP-848 consumer group: an empty one
-    /// becomes a classic group (its records deleted, its offsets kept); one
-    /// with members refuses the join — with a retriable error while the
-    /// migration policy allows a downgrade, so the classic member joins
-    /// once the others have left (Strata does not run mixed groups).
+    /// A classic JoinGroup for an empty KIP-848 consumer group: it becomes a
+    /// classic group (its records deleted, its offsets kept). A consumer
+    /// group with members takes classic members in (`consumer::mixed`).
     fn classic_join_on_consumer_group(
         &mut self,
         group_id: &str,
@@ -132,6 +141,7 @@ impl GroupManager {
         let group = self.groups.get_mut(group_id)?;
         let cg = group.consumer.as_deref()?;
         if !cg.members.is_empty() {
+            // Served by `classic_join_mixed`; reached only if that refused.
             return Some(if downgrade {
                 E::CoordinatorLoadInProgress
             } else {
@@ -159,6 +169,9 @@ impl GroupManager {
                 error: Some(error),
                 members: Vec::new(),
             };
+        }
+        if let Some(result) = self.classic_leave_mixed(group_id, &members, now, store) {
+            return result;
         }
         let unknown = members
             .iter()

@@ -662,9 +662,9 @@ impl GroupManager {
                 m.heartbeat_deadline = Some(now + i64::from(m.session_timeout_ms));
             }
             if let Some(mut cg) = consumer.groups.remove(&name) {
-                let session = i64::from(self.config.consumer_session_timeout_ms);
+                let session = self.config.consumer_session_timeout_ms;
                 for m in cg.members.values_mut() {
-                    m.session_deadline = Some(now + session);
+                    m.session_deadline = Some(now + i64::from(m.session_timeout_ms(session)));
                     if m.assignment.state
                         == super::consumer::reconcile::MemberState::UnrevokedPartitions
                     {

@@ -11,17 +11,16 @@
 //! 5. write every record of the change as one batch; only once it is
 //!    stored does the in-memory group change and the member get its answer.
 //!
-//! A group that is still a classic group with members is not converted
-//! while they are there (Kafka converts it online, §9 of the reference):
-//! the new member is told COORDINATOR_LOAD_IN_PROGRESS, retries, and joins
-//! once the classic members have left (`docs/groups.md`).
+//! A Stable classic group with members is converted online (`mixed`);
+//! while it rebalances the new member is told COORDINATOR_LOAD_IN_PROGRESS
+//! and retries (`docs/groups.md`).
 
 use std::collections::BTreeSet;
 
 use kafka_protocol::error::ResponseError;
 
 use super::api::{ConsumerHeartbeat, ConsumerHeartbeatResult, LEAVE_EPOCH, STATIC_LEAVE_EPOCH};
-use super::assignment::partition_count;
+use super::assignment::{partition_count, TopicPartitions};
 use super::assignor::AssignorName;
 use super::group::{compile_regex, ConsumerGroup};
 use super::image::TopicImage;
@@ -37,9 +36,25 @@ use crate::group::store::{OffsetsStore, StoreRecord};
 type E = ResponseError;
 
 /// A refusal: the error and its message.
-type Refusal = (E, Option<String>);
+pub(crate) type Refusal = (E, Option<String>);
 
-fn refuse(e: E, message: impl Into<String>) -> Refusal {
+/// What one member update works on (see [`GroupManager::update_and_reconcile`]).
+pub(crate) struct Step<'a> {
+    pub group_id: &'a str,
+    pub member_id: &'a str,
+    /// The member before this request (`None`: it joins).
+    pub old_member: Option<&'a ConsumerMember>,
+    /// It replaces a static member under a new id.
+    pub replaced: bool,
+    /// The group did not exist before this request.
+    pub new_group: bool,
+    /// The partitions the member says it owns (`None`: unchanged).
+    pub owned: Option<&'a TopicPartitions>,
+    pub image: &'a TopicImage,
+    pub now: i64,
+}
+
+pub(crate) fn refuse(e: E, message: impl Into<String>) -> Refusal {
     (e, Some(message.into()))
 }
 
@@ -127,7 +142,7 @@ fn validate_request(req: &ConsumerHeartbeat, config: &GroupConfig) -> Result<(),
 
 /// A new member id: 22 characters of URL-safe base64 over 16 random bytes,
 /// as Kafka's `Uuid.randomUuid().toString()`.
-fn new_member_id() -> String {
+pub(crate) fn new_member_id() -> String {
     use base64::Engine;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(uuid::Uuid::new_v4().as_bytes())
 }
@@ -209,20 +224,31 @@ impl GroupManager {
                     } else {
                         let upgradable = g.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE)
                             && self.config.migration_policy.allows_upgrade();
-                        return Err(if upgradable {
-                            refuse(
-                                E::CoordinatorLoadInProgress,
-                                format!(
-                                    "Group {} still has classic members; it becomes a consumer group when they have left.",
-                                    req.group_id
-                                ),
-                            )
-                        } else {
-                            refuse(
+                        if !upgradable {
+                            return Err(refuse(
                                 E::GroupIdNotFound,
                                 format!("Group {} is not a consumer group.", req.group_id),
-                            )
-                        });
+                            ));
+                        }
+                        if !g.is(GroupState::Stable) {
+                            // Its members' assignments are being replaced:
+                            // convert it once the rebalance is over.
+                            return Err(refuse(
+                                E::CoordinatorLoadInProgress,
+                                format!("Group {} is rebalancing; it becomes a consumer group once it is stable.", req.group_id),
+                            ));
+                        }
+                        let (cg, upgrade) = super::mixed::upgrade_classic(g, image, now)
+                            .ok_or_else(|| {
+                                refuse(
+                                    E::GroupIdNotFound,
+                                    format!("Group {} has members whose consumer protocol data does not parse.", req.group_id),
+                                )
+                            })?;
+                        tracing::info!(group = %req.group_id, members = cg.members.len(), epoch = cg.group_epoch, "classic group upgraded to a consumer group");
+                        records.extend(upgrade);
+                        convert_classic = true;
+                        cg
                     }
                 }
             },
@@ -259,104 +285,17 @@ impl GroupManager {
         }
         member.client_id.clone_from(&req.client_id);
         member.client_host.clone_from(&req.client_host);
-        let metadata_changed = replaced.is_some()
-            || old_member
-                .as_ref()
-                .is_none_or(|o| !o.same_metadata(&member));
-        let subscription_changed = old_member.as_ref().is_none_or(|o| {
-            o.subscribed_topic_names != member.subscribed_topic_names
-                || o.subscribed_topic_regex != member.subscribed_topic_regex
-        });
-        if metadata_changed {
-            records.push(persist::member_metadata(&req.group_id, &member));
-        }
-        if replaced.is_some() {
-            let target = cg.target.get(&member_id).cloned().unwrap_or_default();
-            records.push(persist::target_member(&req.group_id, &member_id, &target));
-        }
-        cg.members.insert(member_id.clone(), member);
-
-        // Subscription metadata, regexes and the group epoch.
-        let mut bump = subscription_changed || new_group;
-        if subscription_changed || cg.image_version != Some(image.version) {
-            let before: BTreeSet<String> = cg.resolved_regex.keys().cloned().collect();
-            let changed = cg.resolve_regexes(image);
-            let version = i64::try_from(image.version).unwrap_or(i64::MAX);
-            for r in &changed {
-                records.push(persist::regex_resolution(
-                    &req.group_id,
-                    r,
-                    cg.resolved_regex.get(r),
-                    version,
-                    now,
-                ));
-            }
-            for gone in before
-                .iter()
-                .filter(|r| !cg.resolved_regex.contains_key(*r))
-            {
-                records.push(persist::regex_resolution(
-                    &req.group_id,
-                    gone,
-                    None,
-                    version,
-                    now,
-                ));
-            }
-            bump |= !changed.is_empty();
-            let metadata = cg.compute_subscription_metadata(image);
-            if metadata != cg.subscription_metadata {
-                cg.subscription_metadata = metadata;
-                records.push(persist::subscription_metadata(
-                    &req.group_id,
-                    &cg.subscription_metadata,
-                ));
-                bump = true;
-            }
-            cg.image_version = Some(image.version);
-        }
-        if bump {
-            cg.group_epoch += 1;
-            records.push(persist::group_epoch(&req.group_id, cg.group_epoch));
-        }
-
-        // A new target assignment for the whole group.
-        if cg.group_epoch > cg.assignment_epoch {
-            let assignor = cg.preferred_assignor(&self.config.consumer_assignors);
-            let target = cg.compute_target(assignor);
-            for (id, tp) in &target {
-                if cg.target.get(id) != Some(tp) {
-                    records.push(persist::target_member(&req.group_id, id, tp));
-                }
-            }
-            cg.target = target;
-            cg.assignment_epoch = cg.group_epoch;
-            records.push(persist::target_epoch(&req.group_id, cg.assignment_epoch));
-        }
-
-        // Reconcile this member.
-        let current = cg.members[&member_id].assignment.clone();
-        let reconciled = current.is_reconciled_to(cg.assignment_epoch) && old_member.is_some();
-        let next = if reconciled {
-            current.clone()
-        } else {
-            let target = cg.target.get(&member_id).cloned().unwrap_or_default();
-            reconcile(
-                &current,
-                cg.assignment_epoch,
-                &target,
-                req.topic_partitions.as_ref(),
-                |t, p| cg.owned_by_other(&member_id, t, p),
-            )
-            .map_err(|f| refuse(E::FencedMemberEpoch, f.to_string()))?
+        let step = Step {
+            group_id: &req.group_id,
+            member_id: &member_id,
+            old_member: old_member.as_ref(),
+            replaced: replaced.is_some(),
+            new_group,
+            owned: req.topic_partitions.as_ref(),
+            image,
+            now,
         };
-        if next != current || old_member.is_none() {
-            records.push(persist::current_assignment(
-                &req.group_id,
-                &member_id,
-                &next,
-            ));
-        }
+        let (current, next) = self.update_and_reconcile(&mut cg, member, &step, &mut records)?;
 
         if !records.is_empty() {
             store
@@ -368,32 +307,7 @@ impl GroupManager {
         }
 
         // Stored: apply.
-        let m = cg.members.get_mut(&member_id).expect("inserted above");
-        let was_revoking = current.state == MemberState::UnrevokedPartitions;
-        m.assignment = next.clone();
-        m.session_deadline = Some(now + i64::from(self.config.consumer_session_timeout_ms));
-        m.rebalance_deadline = if next.state == MemberState::UnrevokedPartitions {
-            match m.rebalance_deadline {
-                Some((d, e)) if was_revoking && e == next.member_epoch => Some((d, e)),
-                _ => Some((
-                    now + i64::from(m.rebalance_timeout_ms.max(0)),
-                    next.member_epoch,
-                )),
-            }
-        } else {
-            None
-        };
-        if next != current {
-            tracing::debug!(
-                group = %req.group_id,
-                member = %member_id,
-                epoch = next.member_epoch,
-                state = next.state.name(),
-                assigned = partition_count(&next.assigned),
-                revoking = partition_count(&next.pending_revocation),
-                "consumer group member moved"
-            );
-        }
+        self.apply_member(&mut cg, &req.group_id, &member_id, &current, &next, now);
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
                 && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
@@ -416,6 +330,155 @@ impl GroupManager {
             heartbeat_interval_ms: self.config.consumer_heartbeat_interval_ms,
             assignment,
         })
+    }
+
+    /// Steps 3–5 of a heartbeat (and of a classic member's JoinGroup):
+    /// store `member` in `cg`, bump the group epoch when its subscription
+    /// or the subscribed topics changed, compute a new target when the
+    /// epoch passed it, and reconcile the member. The records of every
+    /// change are appended to `records`. Returns the member's assignment
+    /// before and after.
+    pub(crate) fn update_and_reconcile(
+        &self,
+        cg: &mut ConsumerGroup,
+        member: ConsumerMember,
+        step: &Step<'_>,
+        records: &mut Vec<StoreRecord>,
+    ) -> Result<(CurrentAssignment, CurrentAssignment), Refusal> {
+        let (group_id, member_id, image, now) =
+            (step.group_id, step.member_id, step.image, step.now);
+        let old_member = step.old_member;
+        let metadata_changed =
+            step.replaced || old_member.is_none_or(|o| !o.same_metadata(&member));
+        let subscription_changed = old_member.is_none_or(|o| {
+            o.subscribed_topic_names != member.subscribed_topic_names
+                || o.subscribed_topic_regex != member.subscribed_topic_regex
+        });
+        if metadata_changed {
+            records.push(persist::member_metadata(group_id, &member));
+        }
+        if step.replaced {
+            let target = cg.target.get(member_id).cloned().unwrap_or_default();
+            records.push(persist::target_member(group_id, member_id, &target));
+        }
+        cg.members.insert(member_id.to_string(), member);
+
+        // Subscription metadata, regexes and the group epoch.
+        let mut bump = subscription_changed || step.new_group;
+        if subscription_changed || cg.image_version != Some(image.version) {
+            let before: BTreeSet<String> = cg.resolved_regex.keys().cloned().collect();
+            let changed = cg.resolve_regexes(image);
+            let version = i64::try_from(image.version).unwrap_or(i64::MAX);
+            for r in &changed {
+                records.push(persist::regex_resolution(
+                    group_id,
+                    r,
+                    cg.resolved_regex.get(r),
+                    version,
+                    now,
+                ));
+            }
+            for gone in before
+                .iter()
+                .filter(|r| !cg.resolved_regex.contains_key(*r))
+            {
+                records.push(persist::regex_resolution(
+                    group_id, gone, None, version, now,
+                ));
+            }
+            bump |= !changed.is_empty();
+            let metadata = cg.compute_subscription_metadata(image);
+            if metadata != cg.subscription_metadata {
+                cg.subscription_metadata = metadata;
+                records.push(persist::subscription_metadata(
+                    group_id,
+                    &cg.subscription_metadata,
+                ));
+                bump = true;
+            }
+            cg.image_version = Some(image.version);
+        }
+        if bump {
+            cg.group_epoch += 1;
+            records.push(persist::group_epoch(group_id, cg.group_epoch));
+        }
+
+        // A new target assignment for the whole group.
+        if cg.group_epoch > cg.assignment_epoch {
+            let assignor = cg.preferred_assignor(&self.config.consumer_assignors);
+            let target = cg.compute_target(assignor);
+            for (id, tp) in &target {
+                if cg.target.get(id) != Some(tp) {
+                    records.push(persist::target_member(group_id, id, tp));
+                }
+            }
+            cg.target = target;
+            cg.assignment_epoch = cg.group_epoch;
+            records.push(persist::target_epoch(group_id, cg.assignment_epoch));
+        }
+
+        // Reconcile this member.
+        let current = cg.members[member_id].assignment.clone();
+        let reconciled = current.is_reconciled_to(cg.assignment_epoch) && old_member.is_some();
+        let next = if reconciled {
+            current.clone()
+        } else {
+            let target = cg.target.get(member_id).cloned().unwrap_or_default();
+            reconcile(
+                &current,
+                cg.assignment_epoch,
+                &target,
+                step.owned,
+                |t, p| cg.owned_by_other(member_id, t, p),
+            )
+            .map_err(|f| refuse(E::FencedMemberEpoch, f.to_string()))?
+        };
+        if next != current || old_member.is_none() {
+            records.push(persist::current_assignment(group_id, member_id, &next));
+        }
+        Ok((current, next))
+    }
+
+    /// After the records are stored: the member's new assignment, its
+    /// session re-armed, its revocation deadline set or cleared.
+    pub(crate) fn apply_member(
+        &self,
+        cg: &mut ConsumerGroup,
+        group_id: &str,
+        member_id: &str,
+        current: &CurrentAssignment,
+        next: &CurrentAssignment,
+        now: i64,
+    ) {
+        let Some(m) = cg.members.get_mut(member_id) else {
+            return;
+        };
+        let was_revoking = current.state == MemberState::UnrevokedPartitions;
+        m.assignment = next.clone();
+        m.session_deadline =
+            Some(now + i64::from(m.session_timeout_ms(self.config.consumer_session_timeout_ms)));
+        m.rebalance_deadline = if next.state == MemberState::UnrevokedPartitions {
+            match m.rebalance_deadline {
+                Some((d, e)) if was_revoking && e == next.member_epoch => Some((d, e)),
+                _ => Some((
+                    now + i64::from(m.rebalance_timeout_ms.max(0)),
+                    next.member_epoch,
+                )),
+            }
+        } else {
+            None
+        };
+        if next != current {
+            tracing::debug!(
+                group = %group_id,
+                member = %member_id,
+                epoch = next.member_epoch,
+                state = next.state.name(),
+                assigned = partition_count(&next.assigned),
+                revoking = partition_count(&next.pending_revocation),
+                "consumer group member moved"
+            );
+        }
     }
 
     /// Find the heartbeating member in `cg` (Kafka's

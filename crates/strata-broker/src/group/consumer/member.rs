@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use bytes::Bytes;
+
 use super::reconcile::CurrentAssignment;
 
 /// One member of a KIP-848 consumer group.
@@ -29,6 +31,24 @@ pub(crate) struct ConsumerMember {
     pub session_deadline: Option<i64>,
     /// While revoking: fenced at this time if still at `.1`, its epoch then.
     pub rebalance_deadline: Option<(i64, i32)>,
+    /// A member speaking the classic protocol inside this consumer group.
+    pub classic: Option<ClassicMember>,
+}
+
+/// What a classic member of a consumer group joined with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ClassicMember {
+    /// Its JoinGroup session timeout (its session, instead of the group's).
+    pub session_timeout_ms: i32,
+    /// (name, metadata) of every protocol it supports, in its order.
+    pub protocols: Vec<(String, Bytes)>,
+}
+
+impl ClassicMember {
+    /// The protocol name answered in JoinGroup/SyncGroup: its first.
+    pub(crate) fn protocol_name(&self) -> &str {
+        self.protocols.first().map_or("", |(n, _)| n.as_str())
+    }
 }
 
 impl ConsumerMember {
@@ -47,7 +67,15 @@ impl ConsumerMember {
             assignment: CurrentAssignment::new_member(),
             session_deadline: None,
             rebalance_deadline: None,
+            classic: None,
         }
+    }
+
+    /// Its session timeout: the classic JoinGroup's, else `group_default`.
+    pub(crate) fn session_timeout_ms(&self, group_default: i32) -> i32 {
+        self.classic
+            .as_ref()
+            .map_or(group_default, |c| c.session_timeout_ms)
     }
 
     /// The fields a `ConsumerGroupMemberMetadata` record holds are equal.
@@ -60,6 +88,7 @@ impl ConsumerMember {
             && self.subscribed_topic_regex == other.subscribed_topic_regex
             && self.rebalance_timeout_ms == other.rebalance_timeout_ms
             && self.server_assignor == other.server_assignor
+            && self.classic == other.classic
     }
 
     /// The earliest of the member's deadlines.

@@ -20,6 +20,8 @@
 //! - `persist`: the group as `__consumer_offsets` records, and replay.
 //! - `heartbeat`: ConsumerGroupHeartbeat, leaving, and fencing by timers.
 //! - `describe`: ConsumerGroupDescribe.
+//! - `mixed`, `embedded`: classic members in a consumer group (the online
+//!   upgrade) and the consumer protocol they embed in JoinGroup/SyncGroup.
 //! - `api`: requests and answers independent of wire versions.
 //!
 //! A consumer group lives in the same [`Group`](super::classic::Group)
@@ -31,10 +33,12 @@ pub(crate) mod api;
 pub(crate) mod assignment;
 pub(crate) mod assignor;
 pub(crate) mod describe;
+pub(crate) mod embedded;
 pub(crate) mod group;
 pub(crate) mod heartbeat;
 pub(crate) mod image;
 pub(crate) mod member;
+pub(crate) mod mixed;
 pub(crate) mod persist;
 pub(crate) mod reconcile;
 

@@ -12,13 +12,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::assignment::{from_pairs, to_pairs, TopicPartitions};
 use super::group::{ConsumerGroup, SubscribedTopic};
-use super::member::ConsumerMember;
+use super::member::{ClassicMember, ConsumerMember};
 use super::reconcile::{CurrentAssignment, MemberState};
 use crate::group::records::RecordError;
 use crate::group::records_consumer::{
-    ConsumerGroupKey, ConsumerGroupMetadataValue, CurrentMemberAssignmentValue,
-    MemberMetadataValue, PartitionMetadataValue, RegularExpressionValue,
-    TargetAssignmentMemberValue, TargetAssignmentMetadataValue, TopicMetadataEntry,
+    ClassicMemberMetadata, ConsumerGroupKey, ConsumerGroupMetadataValue,
+    CurrentMemberAssignmentValue, MemberMetadataValue, PartitionMetadataValue,
+    RegularExpressionValue, TargetAssignmentMemberValue, TargetAssignmentMetadataValue,
+    TopicMetadataEntry,
 };
 use crate::group::store::StoreRecord;
 
@@ -82,7 +83,10 @@ pub(crate) fn member_metadata(group_id: &str, m: &ConsumerMember) -> StoreRecord
         subscribed_topic_regex: m.subscribed_topic_regex.clone(),
         rebalance_timeout_ms: m.rebalance_timeout_ms,
         server_assignor: m.server_assignor.clone(),
-        classic_member_metadata: None,
+        classic_member_metadata: m.classic.as_ref().map(|c| ClassicMemberMetadata {
+            session_timeout_ms: c.session_timeout_ms,
+            supported_protocols: c.protocols.clone(),
+        }),
     };
     record(
         &ConsumerGroupKey::MemberMetadata {
@@ -325,6 +329,10 @@ impl Replay {
                     m.subscribed_topic_regex = v.subscribed_topic_regex.filter(|r| !r.is_empty());
                     m.rebalance_timeout_ms = v.rebalance_timeout_ms;
                     m.server_assignor = v.server_assignor;
+                    m.classic = v.classic_member_metadata.map(|c| ClassicMember {
+                        session_timeout_ms: c.session_timeout_ms,
+                        protocols: c.supported_protocols,
+                    });
                 }
             },
             ConsumerGroupKey::TargetAssignmentMember {
