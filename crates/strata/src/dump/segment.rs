@@ -245,21 +245,7 @@ fn data_of(
                 consumer_offsets: None,
             }
         }
-        Err(e) => {
-            problems.corrupt = true;
-            em.error(&format!(
-                "{}: __transaction_state record at offset {} (batch at position {}): {e}",
-                at.path.display(),
-                at.offset,
-                at.position
-            ));
-            Data {
-                key: e.key_text(),
-                payload: None,
-                transaction_log: None,
-                consumer_offsets: None,
-            }
-        }
+        Err(e) => undecodable(at, "__transaction_state", &e, e.key_text(), em, problems),
     }
 }
 
@@ -281,21 +267,7 @@ fn offsets_data_of(
                 consumer_offsets: Some(record),
             }
         }
-        Err(e) => {
-            problems.corrupt = true;
-            em.error(&format!(
-                "{}: __consumer_offsets record at offset {} (batch at position {}): {e}",
-                at.path.display(),
-                at.offset,
-                at.position
-            ));
-            Data {
-                key: e.key_text(),
-                payload: None,
-                transaction_log: None,
-                consumer_offsets: None,
-            }
-        }
+        Err(e) => undecodable(at, "__consumer_offsets", &e, e.key_text(), em, problems),
     }
 }
 
@@ -492,5 +464,30 @@ fn legacy_records(
             ));
             Vec::new()
         }
+    }
+}
+
+/// A record the `--*-decoder` could not decode: reported (the dump goes on
+/// and exits non-zero) and printed with only the key text Kafka prints.
+fn undecodable(
+    at: &RecordAt<'_>,
+    topic: &str,
+    error: &dyn std::fmt::Display,
+    key: Option<String>,
+    em: &mut Emitter,
+    problems: &mut Problems,
+) -> Data {
+    problems.corrupt = true;
+    em.error(&format!(
+        "{}: {topic} record at offset {} (batch at position {}): {error}",
+        at.path.display(),
+        at.offset,
+        at.position
+    ));
+    Data {
+        key,
+        payload: None,
+        transaction_log: None,
+        consumer_offsets: None,
     }
 }
