@@ -37,8 +37,12 @@ async fn every_supported_version_answers() {
             range(&resp, ApiKey::InitProducerId).is_some(),
             "idempotent producers need it"
         );
+        // KIP-848 is on by default: v1 because librdkafka 2.10+ speaks
+        // only v1 (docs/differences-from-kafka.md).
+        assert_eq!(range(&resp, ApiKey::ConsumerGroupHeartbeat), Some((0, 1)));
+        assert_eq!(range(&resp, ApiKey::ConsumerGroupDescribe), Some((0, 1)));
         // Not implemented, so not advertised.
-        assert_eq!(range(&resp, ApiKey::ConsumerGroupHeartbeat), None);
+        assert_eq!(range(&resp, ApiKey::DescribeTopicPartitions), None);
         for k in &resp.api_keys {
             let key = ApiKey::try_from(k.api_key).unwrap();
             let crate_range = key.valid_versions();
