@@ -12,8 +12,9 @@ subscription and assignment.
 Guards against: a broker that assigns a partition twice or not at all, stops members that keep
 their partitions during a rebalance (a classic-style "stop the world"), never expires a killed
 member, loses commits or consumer-group state across a restart, ignores a regex subscription's
-new topics, rebalances when a static member comes back, or cannot take over a classic group
-whose members upgrade one by one.
+new topics, rebalances when a static member comes back, cannot take over a classic group
+whose members upgrade one by one, or cannot hand the group back to its classic members when the
+last consumer-protocol member leaves.
 """
 
 from __future__ import annotations
@@ -385,5 +386,37 @@ def test_classic_group_upgrades_to_consumer_protocol(broker_factory, members):
     everyone = classic + upgraded
     wait_consumed(everyone, expected)
     for m in upgraded:
+        m.close()
+    check_exactly_once(everyone, expected)
+
+
+def test_consumer_group_downgrades_to_classic(broker_factory, members):
+    """Online downgrade: two classic members hold the partitions; a consumer-protocol member
+    joins (the group becomes a consumer group of three, two partitions each) and then leaves.
+    With only classic members left, the broker turns it back into a classic group
+    (ConsumerGroupDescribe: GROUP_ID_NOT_FOUND again) and the two rebalance the classic way to
+    three partitions each. A producer writes throughout and every record is processed exactly
+    once."""
+    b = start_broker(broker_factory)
+    producer = BackgroundProducer(b.bootstrap, TOPIC, PARTITIONS, "downgrade")
+    try:
+        classic = [members.start(n, b.bootstrap, TOPIC, GROUP) for n in ["a", "b"]]
+        wait_stable(classic, PARTITIONS, sizes=[3, 3])
+        upgraded = start_group(members, b.bootstrap, ["c"])
+        wait_stable(classic + upgraded, PARTITIONS, sizes=[2, 2, 2])
+        wait_described(b.bootstrap, lambda d: len(d.members) == 3 and d.state == "Stable", "three Stable members")
+        since = time.monotonic()
+        upgraded[0].wait_for(lambda m: consumed_after(m, since) >= 5, "records after the upgrade")
+        upgraded[0].close()
+        wait_stable(classic, PARTITIONS, sizes=[3, 3])
+        assert describe(b.bootstrap, GROUP).error_code == 69, "a classic group again"
+        since = time.monotonic()
+        for m in classic:
+            m.wait_for(lambda m: consumed_after(m, since) >= 5, "records after the downgrade")
+    finally:
+        expected = producer.stop()
+    everyone = classic + upgraded
+    wait_consumed(everyone, expected)
+    for m in classic:
         m.close()
     check_exactly_once(everyone, expected)

@@ -13,7 +13,9 @@
 //!
 //! A Stable classic group with members is converted online (`mixed`);
 //! while it rebalances the new member is told COORDINATOR_LOAD_IN_PROGRESS
-//! and retries (`docs/groups.md`).
+//! and retries (`docs/groups.md`). When the last member speaking the
+//! consumer protocol leaves or is fenced, the group goes back to a classic
+//! group (`downgrade`).
 
 use std::collections::BTreeSet;
 
@@ -22,6 +24,7 @@ use kafka_protocol::error::ResponseError;
 use super::api::{ConsumerHeartbeat, ConsumerHeartbeatResult, LEAVE_EPOCH, STATIC_LEAVE_EPOCH};
 use super::assignment::{partition_count, TopicPartitions};
 use super::assignor::AssignorName;
+use super::downgrade;
 use super::group::{compile_regex, ConsumerGroup};
 use super::image::TopicImage;
 use super::member::ConsumerMember;
@@ -661,6 +664,14 @@ impl GroupManager {
                 &member_id,
                 &m.assignment,
             )]
+        } else if downgrade::may_downgrade(&cg, &member_id, &self.config) {
+            let (classic, records) = downgrade::to_classic(&cg, &req.group_id, &member_id, now);
+            store
+                .append(partition, &records, now)
+                .map_err(|e| (e.group_error(), None))?;
+            tracing::info!(group = %req.group_id, member = %member_id, "the last consumer-protocol member left");
+            self.finish_downgrade(classic, now, store);
+            return Ok(Self::left(req, &self.config));
         } else {
             remove_member(&mut cg, &req.group_id, &member_id)
         };
@@ -671,14 +682,19 @@ impl GroupManager {
         if let Some(g) = self.groups.get_mut(&req.group_id) {
             g.consumer = Some(Box::new(cg));
         }
-        Ok(ConsumerHeartbeatResult {
+        Ok(Self::left(req, &self.config))
+    }
+
+    /// The answer to a member that left.
+    fn left(req: &ConsumerHeartbeat, config: &GroupConfig) -> ConsumerHeartbeatResult {
+        ConsumerHeartbeatResult {
             error: None,
             error_message: None,
             member_id: Some(req.member_id.clone()),
             member_epoch: req.member_epoch,
-            heartbeat_interval_ms: self.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms: config.consumer_heartbeat_interval_ms,
             assignment: None,
-        })
+        }
     }
 
     /// Fence consumer-group members whose session or revocation time ran
@@ -720,9 +736,18 @@ impl GroupManager {
                     }
                 })
                 .collect();
+            let mut classic = None;
             for (member, fence) in expired {
                 if fence {
                     tracing::info!(group = %id, member = %member, "consumer group member fenced: session or revocation timed out");
+                    if downgrade::may_downgrade(&cg, &member, &self.config) {
+                        // The members still expired are classic ones: the
+                        // classic group's own timers deal with them.
+                        let (g, conversion) = downgrade::to_classic(&cg, &id, &member, now);
+                        records.extend(conversion);
+                        classic = Some(g);
+                        break;
+                    }
                     records.extend(remove_member(&mut cg, &id, &member));
                 } else if let Some(m) = cg.members.get_mut(&member) {
                     m.rebalance_deadline = None;
@@ -735,7 +760,9 @@ impl GroupManager {
                     continue;
                 }
             }
-            if let Some(g) = self.groups.get_mut(&id) {
+            if let Some(g) = classic {
+                self.finish_downgrade(g, now, store);
+            } else if let Some(g) = self.groups.get_mut(&id) {
                 g.consumer = Some(Box::new(cg));
             }
         }

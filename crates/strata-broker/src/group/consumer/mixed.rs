@@ -13,9 +13,8 @@
 //!   released — it rejoins to pick up the change;
 //! - LeaveGroup: it is removed like a leaving member.
 //!
-//! Kafka also converts the group back when the last consumer-protocol
-//! member leaves (downgrade); Strata keeps it a consumer group, which serves
-//! classic members all the same.
+//! The way back, when the last consumer-protocol member leaves, is
+//! `downgrade`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,7 +59,7 @@ fn by_id(named: &[(String, Vec<i32>)], image: &TopicImage) -> TopicPartitions {
 
 /// A member's partitions by topic name, from the group's subscription
 /// metadata (partitions of topics it no longer has are left out).
-fn by_name(tp: &TopicPartitions, cg: &ConsumerGroup) -> Vec<(String, Vec<i32>)> {
+pub(super) fn by_name(tp: &TopicPartitions, cg: &ConsumerGroup) -> Vec<(String, Vec<i32>)> {
     let names: BTreeMap<uuid::Uuid, &str> = cg
         .subscription_metadata
         .iter()

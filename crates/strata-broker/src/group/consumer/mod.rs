@@ -22,6 +22,8 @@
 //! - `describe`: ConsumerGroupDescribe.
 //! - `mixed`, `embedded`: classic members in a consumer group (the online
 //!   upgrade) and the consumer protocol they embed in JoinGroup/SyncGroup.
+//! - `downgrade`: back to a classic group when the last consumer-protocol
+//!   member goes.
 //! - `api`: requests and answers independent of wire versions.
 //!
 //! A consumer group lives in the same [`Group`](super::classic::Group)
@@ -33,6 +35,7 @@ pub(crate) mod api;
 pub(crate) mod assignment;
 pub(crate) mod assignor;
 pub(crate) mod describe;
+pub(crate) mod downgrade;
 pub(crate) mod embedded;
 pub(crate) mod group;
 pub(crate) mod heartbeat;
@@ -45,5 +48,7 @@ pub(crate) mod reconcile;
 mod range;
 mod uniform;
 
+#[cfg(test)]
+mod downgrade_tests;
 #[cfg(test)]
 mod tests;
