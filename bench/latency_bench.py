@@ -19,6 +19,13 @@ fresh topic per run, so the broker and its settings are the same for both):
    The first `--warmup` seconds of records are not counted. The producers' achieved rate is
    reported next to the target, so a load generator that could not keep up is visible.
 
+Where the time goes, per phase: **ack p50/p99** is each record's time from `produce()` to its
+delivery report in the producer (the produce round trip as the client sees it, including
+librdkafka's queue and the Python loop that serves callbacks), and **broker produce p50/p99**
+is the broker's own Produce handling time over the phase — the `TotalTimeMs` histogram scraped
+from the broker's `/metrics` before and after, given as the upper bound of the bucket holding
+the quantile (buckets 0.25, 0.5, 1, 2.5, 5, 10 ... ms).
+
 Producer: librdkafka (confluent-kafka), acks=1, linger.ms=0, no compression, the default
 batch.size; records go to partition (record number mod `--partitions`), no keys. Consumer:
 librdkafka, assign() from offset 0, fetch.min.bytes=1, fetch.wait.max.ms=500 (Kafka's
@@ -31,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import re
 import os
 import statistics
 import struct
@@ -52,8 +60,9 @@ STAMP = struct.Struct(">q")
 
 
 def producer_main(bootstrap: str, topic: str, partitions: int, first: int, rate: float, start,
-                  seconds: float, size: int, ready, results) -> None:
-    """One load generator: `rate` records/s (0: as fast as it can) from `start` for `seconds`."""
+                  warmup: float, seconds: float, size: int, ready, results) -> None:
+    """One load generator: `rate` records/s (0: as fast as it can) from `start` for `seconds`.
+    Also records each acknowledged record's produce-to-delivery-report time after `warmup`."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG})
@@ -61,18 +70,24 @@ def producer_main(bootstrap: str, topic: str, partitions: int, first: int, rate:
     tail = bytes(size - STAMP.size)
     acked, failed = 0, 0
     last_ack_ns = 0
+    count_from_ns = 0
+    ack_latencies = array("q")
 
-    def on_delivery(err, _msg):
+    def on_delivery(err, msg):
         nonlocal acked, failed, last_ack_ns
         if err is None:
             acked += 1
             last_ack_ns = time.time_ns()
+            sent_ns = STAMP.unpack_from(msg.value())[0]
+            if sent_ns >= count_from_ns:
+                ack_latencies.append(last_ack_ns - sent_ns)
         else:
             failed += 1
 
     ready.wait()
     ready.wait()  # the parent sets the start time between the two
     start_ns = start.value
+    count_from_ns = start_ns + int(warmup * 1e9)
     while time.time_ns() < start_ns:
         time.sleep(0.0005)
     end_ns = start_ns + int(seconds * 1e9)
@@ -98,7 +113,7 @@ def producer_main(bootstrap: str, topic: str, partitions: int, first: int, rate:
                 time.sleep(min(wait, 0.001))
     last_send_ns = time.time_ns()
     left = producer.flush(60)
-    results.put({"sent": sent, "acked": acked, "failed": failed, "left": left,
+    results.put({"sent": sent, "acked": acked, "failed": failed, "left": left, "acks": ack_latencies.tobytes(),
                  "send_seconds": (last_send_ns - start_ns) / 1e9,
                  "ack_seconds": (max(last_ack_ns, start_ns) - start_ns) / 1e9})
 
@@ -167,7 +182,7 @@ def run_phase(bootstrap: str, topic: str, args, rate: float, seconds: float) -> 
     consumer.start()
     producers = [ctx.Process(target=producer_main,
                              args=(bootstrap, topic, args.partitions, i, rate / args.producers, start,
-                                   seconds, args.size, ready, results))
+                                   args.warmup, seconds, args.size, ready, results))
                  for i in range(args.producers)]
     for p in producers:
         p.start()
@@ -186,15 +201,57 @@ def run_phase(bootstrap: str, topic: str, args, rate: float, seconds: float) -> 
         raise RuntimeError(f"{topic}: producers {outs}, consumer received {cons['received']} of {sent}")
     send_s = max(o["send_seconds"] for o in outs)
     ack_s = max(o["ack_seconds"] for o in outs)
+    acks = array("q")
+    for o in outs:
+        acks.frombytes(o["acks"])
+    acks = sorted(acks)
+
+    def ack_pct(q: float) -> float:
+        return acks[min(len(acks) - 1, int(q * len(acks)))] / 1e6 if acks else float("nan")
+
     return {"topic": topic, "target_rate": round(rate), "sent": sent,
             "achieved_rate": round(sent / send_s), "acked_rate": round(sent / ack_s),
-            "consumed_rate": round(cons["in_window"] / seconds), **cons}
+            "consumed_rate": round(cons["in_window"] / seconds),
+            "ack_p50_ms": ack_pct(0.50), "ack_p99_ms": ack_pct(0.99), **cons}
+
+
+BUCKET = re.compile(r'^kafka_network_requestmetrics_totaltimems_bucket\{(?P<labels>[^}]*)\} (?P<count>\S+)$')
+
+
+def request_time_buckets(metrics_url: str) -> dict[tuple[str, float], float]:
+    """The broker's TotalTimeMs histogram (cumulative counts) by (request, le)."""
+    import urllib.request
+
+    with urllib.request.urlopen(metrics_url, timeout=10) as r:
+        text = r.read().decode()
+    out: dict[tuple[str, float], float] = {}
+    for line in text.splitlines():
+        m = BUCKET.match(line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m["labels"]))
+        le = float("inf") if labels.get("le") == "+Inf" else float(labels.get("le", "nan"))
+        key = (labels.get("request", ""), le)
+        out[key] = out.get(key, 0.0) + float(m["count"])
+    return out
+
+
+def request_time_quantile(before: dict, after: dict, request: str, q: float) -> tuple[float, int]:
+    """The upper bound (ms) of the histogram bucket holding quantile `q` of `request`'s total
+    time between two scrapes, and the number of requests in between."""
+    bounds = sorted(le for (r, le) in after if r == request)
+    counts = [after.get((request, le), 0.0) - before.get((request, le), 0.0) for le in bounds]
+    total = counts[-1] if counts else 0.0
+    for le, c in zip(bounds, counts):
+        if total and c >= q * total:
+            return le, int(total)
+    return float("nan"), int(total)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strata", type=Path, required=True, help="the strata binary (release build)")
-    parser.add_argument("--producers", type=int, default=2, help="producer processes")
+    parser.add_argument("--producers", type=int, default=1, help="producer processes")
     parser.add_argument("--partitions", type=int, default=1, help="partitions of each topic")
     parser.add_argument("--size", type=int, default=1024, help="record size in bytes")
     parser.add_argument("--max-seconds", type=float, default=4.0, help="length of the maximum-throughput run")
@@ -213,8 +270,24 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="strata-latency-bench-", dir=os.environ.get("STRATA_BENCH_DIR")) as tmp:
         tmp_path = Path(tmp)
         (tmp_path / "out").mkdir()
-        broker = StrataBroker(args.strata, tmp_path / "data", tmp_path / "out", {})
+        from broker import free_port
+
+        metrics_port = free_port()
+        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+        broker = StrataBroker(args.strata, tmp_path / "data", tmp_path / "out",
+                              {"strata.metrics.listener": f"127.0.0.1:{metrics_port}"})
         broker.start()
+
+        def measured(topic: str, rate: float, seconds: float) -> dict:
+            """run_phase, plus the broker's own Produce time (TotalTimeMs) over the phase."""
+            before = request_time_buckets(metrics_url)
+            r = run_phase(broker.bootstrap, topic, args, rate, seconds)
+            after = request_time_buckets(metrics_url)
+            p50, n = request_time_quantile(before, after, "Produce", 0.50)
+            p99, _ = request_time_quantile(before, after, "Produce", 0.99)
+            _, fetches = request_time_quantile(before, after, "Fetch", 0.5)
+            return {**r, "broker_produce_p50_ms": p50, "broker_produce_p99_ms": p99, "produce_requests": n,
+                    "fetch_requests": fetches}
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         n = 0
 
@@ -230,7 +303,7 @@ def main() -> int:
         try:
             for mode in args.modes:
                 load = Path("/proc/loadavg").read_text().split()[0]
-                top = run_phase(broker.bootstrap, fresh_topic(mode), args, 0, args.max_seconds)
+                top = measured(fresh_topic(mode), 0, args.max_seconds)
                 maximum = min(top["acked_rate"], top["consumed_rate"])
                 row = {"durable": mode, "level": "max", "load_average": load, **top, "rate": maximum}
                 rows.append(row)
@@ -239,7 +312,7 @@ def main() -> int:
                       f"load {load}", flush=True)
                 for level in args.levels:
                     load = Path("/proc/loadavg").read_text().split()[0]
-                    r = run_phase(broker.bootstrap, fresh_topic(mode), args, maximum * level, args.seconds)
+                    r = measured(fresh_topic(mode), maximum * level, args.seconds)
                     rows.append({"durable": mode, "level": level, "load_average": load, **r})
                     print(f"durable={mode} {level:4.0%} target {r['target_rate']:>8,} achieved "
                           f"{r['achieved_rate']:>8,} rec/s  p50 {r['p50_ms']:7.2f}  p99 {r['p99_ms']:7.2f}  "
@@ -255,14 +328,16 @@ def main() -> int:
     print(f"\nend-to-end latency, {args.size} B records, {args.producers} producer process(es), "
           f"{args.partitions} partition(s), acks=1, linger.ms=0")
     print(f"{'durable':<8} {'load':>5} {'target rec/s':>13} {'achieved':>9} {'MB/s':>6} "
-          f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7} {'load avg':>8}")
+          f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7} {'load avg':>8} "
+          f"{'ack p50':>7} {'ack p99':>7} {'broker produce p50/p99 ≤ ms':>27}")
     for r in rows:
         level = "max" if r["level"] == "max" else f"{r['level']:.0%}"
         rate = r["rate"] if r["level"] == "max" else r["target_rate"]
         achieved = r["achieved_rate"]
         print(f"{r['durable']:<8} {level:>5} {rate:>13,} {achieved:>9,} {rate * args.size / 1e6:>6.1f} "
               f"{r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['p999_ms']:>8.2f} {r['max_ms']:>7.2f} "
-              f"{r['load_average']:>8}")
+              f"{r['load_average']:>8} {r['ack_p50_ms']:>7.2f} {r['ack_p99_ms']:>7.2f} "
+              f"{r['broker_produce_p50_ms']:>13g} / {r['broker_produce_p99_ms']:<11g}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0
