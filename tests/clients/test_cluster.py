@@ -33,6 +33,7 @@ from admin_checks import assert_admin_round_trip
 from cluster import (CLUSTER_SETTINGS, StrataCluster, create_topic_raw, delete_records_error, fetch_error,
                      find_coordinator, list_offsets_error, offset_for_leader_epoch_error, produce_error,
                      wait_until)
+from consumer_group_describe import describe
 from records import BASE_TIMESTAMP_MS, Record, admin, assert_records, consume_confluent, create_topic, make_records
 
 RACKS = ["r1", "r2", "r3"]
@@ -240,7 +241,11 @@ def test_admin_requests_work_on_every_broker(etcd, cluster_factory, java):
         assert_admin_round_trip(java, b.bootstrap, f"java-admin-{node_id}")
 
 
-def test_group_coordinator_on_another_broker_commits_and_resumes(etcd, cluster_factory):
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_group_coordinator_on_another_broker_commits_and_resumes(etcd, cluster_factory, protocol):
+    """A group coordinated by a broker other than the one the client bootstraps from: the first
+    member consumes half and commits, the second resumes exactly there. With `consumer`, the
+    members speak KIP-848 (ConsumerGroupHeartbeat to that coordinator, which assigns)."""
     cluster = new_cluster(cluster_factory, etcd.endpoint)
     topic, count = "grouped", 600
     create_topic(cluster.bootstrap, topic, PARTITIONS)
@@ -268,8 +273,11 @@ def test_group_coordinator_on_another_broker_commits_and_resumes(etcd, cluster_f
                30, f"every broker to name broker {node} as {group}'s coordinator")
 
     def member() -> Consumer:
-        consumer = Consumer({"bootstrap.servers": entry, "group.id": group, "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+        conf = {"bootstrap.servers": entry, "group.id": group, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest"}
+        # KIP-848 members take their session timeout from the broker.
+        conf.update({"group.protocol": "consumer"} if protocol == "consumer" else {"session.timeout.ms": 6000})
+        consumer = Consumer(conf)
         consumer.subscribe([topic])
         return consumer
 
@@ -286,6 +294,11 @@ def test_group_coordinator_on_another_broker_commits_and_resumes(etcd, cluster_f
 
     first = member()
     half = take(first, count // 2)
+    if protocol == "consumer":
+        # The coordinator holds it as a KIP-848 consumer group with the member in it.
+        d = describe(cluster.broker(node).bootstrap, group)
+        assert d.error_code == 0 and d.state == "Stable" and len(d.members) == 1, d
+        assert sorted(d.members[0].assignment.get(topic, [])) == list(range(PARTITIONS)), d
     committed = {tp.partition: tp.offset for tp in first.commit(asynchronous=False)}
     first.close()
     for p in range(PARTITIONS):
