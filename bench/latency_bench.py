@@ -258,6 +258,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0, help="length of each fixed-rate run")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds of records not counted")
     parser.add_argument("--levels", type=float, nargs="+", default=LEVELS, help="fractions of the maximum")
+    parser.add_argument("--rates", type=int, nargs="+",
+                        help="fixed rates in records/s instead of the maximum and its fractions (to compare "
+                             "builds at the same load)")
     parser.add_argument("--modes", nargs="+", default=["off", "on"], choices=["off", "on"],
                         help="strata.durable.append values to run")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -302,6 +305,14 @@ def main() -> int:
 
         try:
             for mode in args.modes:
+                for rate in args.rates or []:
+                    load = Path("/proc/loadavg").read_text().split()[0]
+                    r = measured(fresh_topic(mode), rate, args.seconds)
+                    rows.append({"durable": mode, "level": "fixed", "load_average": load, **r})
+                    print(f"durable={mode} fixed {rate:,} rec/s: achieved {r['achieved_rate']:,}  p50 "
+                          f"{r['p50_ms']:.2f}  p99 {r['p99_ms']:.2f} ms  (load {load})", flush=True)
+                if args.rates:
+                    continue
                 load = Path("/proc/loadavg").read_text().split()[0]
                 top = measured(fresh_topic(mode), 0, args.max_seconds)
                 maximum = min(top["acked_rate"], top["consumed_rate"])
@@ -331,7 +342,7 @@ def main() -> int:
           f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7} {'load avg':>8} "
           f"{'ack p50':>7} {'ack p99':>7} {'broker produce p50/p99 ≤ ms':>27}")
     for r in rows:
-        level = "max" if r["level"] == "max" else f"{r['level']:.0%}"
+        level = r["level"] if r["level"] in ("max", "fixed") else f"{r['level']:.0%}"
         rate = r["rate"] if r["level"] == "max" else r["target_rate"]
         achieved = r["achieved_rate"]
         print(f"{r['durable']:<8} {level:>5} {rate:>13,} {achieved:>9,} {rate * args.size / 1e6:>6.1f} "
