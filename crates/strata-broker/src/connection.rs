@@ -5,7 +5,10 @@
 //! waits for the answer before reading the next one, like Kafka, which mutes
 //! a channel while a request is in flight: requests of one connection are
 //! therefore processed in order, and so are appends to a partition from one
-//! producer connection. Answers go through a bounded queue to a writer task
+//! producer connection. One exception: a durable Produce is appended in
+//! order but its fsync is awaited by the writer ([`Deferred`]), so the next
+//! request is read and appended meanwhile; its answer still goes out before
+//! the next one's. Answers go through a bounded queue to a writer task
 //! that coalesces small responses into one socket write and sends record
 //! data of fetch responses with `sendfile(2)` ([`ResponsePart::File`]).
 //!
@@ -65,7 +68,7 @@ use crate::dispatch;
 use crate::listener_runtime::ListenerRuntime;
 use crate::listeners::SecurityProtocol;
 use crate::request_queue::{self, RequestQueue};
-use crate::response::{Response, ResponsePart};
+use crate::response::{Deferred, Response, ResponsePart};
 use crate::security::session::ANONYMOUS;
 use crate::security::Session;
 use crate::stats::Stats;
@@ -529,7 +532,17 @@ async fn write_loop(
     let mut pending = BytesMut::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
-        while let Some((response, _backlog_share)) = next {
+        while let Some((mut response, _backlog_share)) = next {
+            if let Some(Deferred(rest)) = response.deferred.take() {
+                // Answers before it go out now, not after its wait.
+                if !pending.is_empty() {
+                    writer.write_all(&pending).await?;
+                    pending.clear();
+                }
+                response = rest.await.map_err(|error| {
+                    io::Error::other(format!("a deferred response failed: {error}"))
+                })?;
+            }
             for part in response.parts {
                 match part {
                     ResponsePart::Mem(bytes) => {

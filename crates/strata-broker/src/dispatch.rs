@@ -23,7 +23,7 @@ use crate::apis::{self, RequestContext};
 use crate::broker::Broker;
 use crate::error::DispatchError;
 use crate::request_log::RequestLine;
-use crate::response::Response;
+use crate::response::{Deferred, Response};
 use crate::security::Session;
 
 // A 22-byte request declaring 0x7fffffff array elements aborted the broker
@@ -63,7 +63,32 @@ pub(crate) async fn dispatch(
         session: session.clone(),
     };
     let line = RequestLine::of(&ctx);
-    let result = apis::handle(ctx, buf).await;
+    let mut result = apis::handle(ctx, buf).await;
+    if let Ok(Some(response)) = &mut result {
+        if let Some(Deferred(rest)) = response.deferred.take() {
+            // Time and log the request when its answer is complete.
+            let broker = broker.clone();
+            response.deferred = Some(Deferred(Box::pin(async move {
+                let result = rest.await.map(Some);
+                finished(&broker, api, version, started, line, &result);
+                result.map(|r| r.unwrap_or_else(|| Response::from_parts(Vec::new())))
+            })));
+            return result;
+        }
+    }
+    finished(broker, api, version, started, line, &result);
+    result
+}
+
+/// A request's time in RequestMetrics and its request-logger line.
+fn finished(
+    broker: &Broker,
+    api: ApiKey,
+    version: i16,
+    started: std::time::Instant,
+    line: Option<RequestLine>,
+    result: &Result<Option<Response>, DispatchError>,
+) {
     let elapsed = started.elapsed();
     if result.is_ok() {
         broker.metrics.requests.record(api, version, elapsed);
@@ -74,7 +99,6 @@ pub(crate) async fn dispatch(
             .map_or(0, |r| r.as_ref().map_or(0, Response::len));
         line.completed(elapsed, bytes, result.is_err());
     }
-    result
 }
 
 /// A request frame after its header.

@@ -4,6 +4,8 @@
 //! (`apis`) and the writer (`connection`) use these, so they live below
 //! both.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -30,6 +32,23 @@ pub(crate) struct Response {
     /// connection reads nothing for this long (Kafka mutes the channel,
     /// KIP-219); the response carries the same `throttle_time_ms`.
     pub throttle: Duration,
+    /// The frame is not known yet (`parts` is empty): it is what this
+    /// future gives, once the request's work outside the connection is done
+    /// (a durable Produce's fsync). The connection reads its next request
+    /// meanwhile; the writer keeps the answers in request order.
+    pub deferred: Option<Deferred>,
+}
+
+/// A response still being completed (see [`Response::deferred`]). An error
+/// closes the connection, as a request that cannot be answered does.
+pub(crate) struct Deferred(
+    pub Pin<Box<dyn Future<Output = Result<Response, DispatchError>> + Send>>,
+);
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deferred")
+    }
 }
 
 impl Response {
@@ -41,6 +60,17 @@ impl Response {
         Response {
             parts,
             throttle: Duration::ZERO,
+            deferred: None,
+        }
+    }
+
+    /// A response whose frame `future` gives later.
+    pub(crate) fn deferred(
+        future: impl Future<Output = Result<Response, DispatchError>> + Send + 'static,
+    ) -> Response {
+        Response {
+            deferred: Some(Deferred(Box::pin(future))),
+            ..Response::from_parts(Vec::new())
         }
     }
 

@@ -162,19 +162,20 @@ pub(crate) async fn handle(
         ApiKey::Produce => {
             let size = body.len();
             let mut outcome = produce::handle(&ctx, decode(&ctx, body)?).await;
-            for p in outcome
-                .response
-                .responses
-                .iter()
-                .flat_map(|t| t.partition_responses.iter())
-            {
-                ctx.broker
-                    .metrics
-                    .requests
-                    .error(ApiKey::Produce, p.error_code);
-            }
             let throttle = quotas::record_produce(&ctx, size);
             outcome.response.throttle_time_ms = throttle_ms(throttle);
+            if outcome.synced.is_some() {
+                // Durable appends: answered once their fsync is done, while
+                // the connection reads its next request.
+                let mut response = Response::deferred(async move {
+                    outcome.finish_sync(&ctx).await;
+                    count_produce_errors(&ctx, &outcome);
+                    encode(&ctx, &outcome.response)
+                });
+                response.throttle = throttle;
+                return Ok(Some(response));
+            }
+            count_produce_errors(&ctx, &outcome);
             if outcome.acks != 0 {
                 let mut response = encode(&ctx, &outcome.response)?;
                 response.throttle = throttle;
@@ -259,6 +260,21 @@ fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, Disp
 }
 
 /// A throttle as the protocol's `throttle_time_ms`.
+/// Produce's error counts, one per partition answer.
+fn count_produce_errors(ctx: &RequestContext, outcome: &produce::ProduceOutcome) {
+    for p in outcome
+        .response
+        .responses
+        .iter()
+        .flat_map(|t| t.partition_responses.iter())
+    {
+        ctx.broker
+            .metrics
+            .requests
+            .error(ApiKey::Produce, p.error_code);
+    }
+}
+
 fn throttle_ms(throttle: std::time::Duration) -> i32 {
     i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX)
 }

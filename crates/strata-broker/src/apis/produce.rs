@@ -5,10 +5,14 @@
 //! (docs/architecture.md decision 2). All partitions of a request are appended in one
 //! blocking task, in request order. Single broker: after an append the high
 //! watermark moves to the log end offset; with durable appends the data is
-//! fsynced before the answer: the engine's `append_as_leader` does it (group
-//! commit in the log), so a connection's next request waits for it; letting
-//! requests in flight share one fsync needs an append that leaves the fsync,
-//! and the high watermark move, to the caller (open work, docs/broker.md).
+//! fsynced before the answer. The append leaves that fsync to this module
+//! (`append_as_leader_unsynced`), which starts it on the blocking pool and
+//! answers with a deferred response ([`ProduceOutcome::synced`]): the
+//! connection reads and appends its next request while the fsync runs, so a
+//! producer with several requests in flight pays about one fsync per round
+//! instead of one per request, and the log's group commit covers every
+//! append made meanwhile. Answers still go out in request order, each only
+//! after its own records are durable (docs/broker.md, Produce).
 //!
 //! Cluster mode: the high watermark is what the ISR holds (`replication`).
 //! acks=all is admitted only while the committed ISR reaches the effective
@@ -46,6 +50,45 @@ pub(crate) struct ProduceOutcome {
     pub response: ProduceResponse,
     pub acks: i16,
     pub any_error: bool,
+    /// Durable appends whose fsync is still running: the answer may go out
+    /// only after [`ProduceOutcome::finish_sync`].
+    pub synced: Option<tokio::task::JoinHandle<Vec<Synced>>>,
+}
+
+/// One durable partition's fsync: where its answer goes and the outcome.
+pub(crate) type Synced = (usize, usize, i32, Result<(), strata_log::LogError>);
+
+/// A durable append whose fsync is left to the caller.
+struct PendingSync {
+    topic_idx: usize,
+    slot: usize,
+    partition: i32,
+    log: Arc<Log>,
+    /// Everything below this offset must be durable.
+    upto: strata_log::Offset,
+}
+
+impl ProduceOutcome {
+    /// Wait for the fsyncs of the durable appends; a partition whose fsync
+    /// failed (its log dir goes offline) is answered with its error instead.
+    pub(crate) async fn finish_sync(&mut self, ctx: &RequestContext) {
+        let Some(task) = self.synced.take() else {
+            return;
+        };
+        let synced = match task.await {
+            Ok(v) => v,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("fsync task cancelled: {e}"),
+        };
+        for (topic_idx, slot, partition, result) in synced {
+            if let Err(e) = result {
+                tracing::warn!(partition, error = %strata_log::ErrorChain(&e), "durable produce: fsync failed");
+                self.response.responses[topic_idx].partition_responses[slot] =
+                    error_partition(ctx, partition, &ApiError::Log(e));
+                self.any_error = true;
+            }
+        }
+    }
 }
 
 /// One partition's work item.
@@ -91,6 +134,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
             response,
             acks,
             any_error: true,
+            synced: None,
         };
     }
     let writable = ctx.authorized_names(
@@ -142,9 +186,30 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         response.responses.push(out);
     }
     let jobs = verify_transactional(ctx, req.transactional_id.as_ref(), jobs, &mut response).await;
+    let mut synced = None;
     if !jobs.is_empty() {
-        let mut results = broker.blocking(move |b| append_all(b, jobs, acks)).await;
+        let (mut results, syncs) = broker.blocking(move |b| append_all(b, jobs, acks)).await;
         broker.notify_appended();
+        if !syncs.is_empty() {
+            // Started now, so it runs while the connection reads on. Only
+            // fsynced records go below the high watermark: consumers never
+            // see what a power loss could take back.
+            let broker = broker.clone();
+            synced = Some(tokio::task::spawn_blocking(move || {
+                let out = syncs
+                    .into_iter()
+                    .map(|s| {
+                        let r = s.log.flush_up_to(s.upto);
+                        if r.is_ok() {
+                            s.log.raise_high_watermark(s.upto);
+                        }
+                        (s.topic_idx, s.slot, s.partition, r)
+                    })
+                    .collect();
+                broker.notify_appended();
+                out
+            }));
+        }
         if acks == -1 {
             wait_for_isr(ctx, &mut results, timeout_ms).await;
         }
@@ -164,6 +229,7 @@ pub(crate) async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Produce
         response,
         acks,
         any_error,
+        synced,
     }
 }
 
@@ -322,10 +388,14 @@ fn precheck(
     })
 }
 
-/// Append every job in order (blocking).
-fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
+/// Append every job in order (blocking). A single-node durable append with
+/// an answer due is returned for the caller to fsync; in cluster mode the
+/// append fsyncs before the replicas learn of it.
+fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> (Vec<Appended>, Vec<PendingSync>) {
     let mut out = Vec::with_capacity(jobs.len());
+    let mut syncs = Vec::new();
     for mut job in jobs {
+        let defer_sync = job.durable && acks != 0 && job.replica.is_none();
         let mut buf = BytesMut::from(&job.records[..]);
         // A transactional batch is appended under its partition's KIP-890
         // guards, which a marker append also takes.
@@ -348,6 +418,10 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
                 }
                 None => Err(ApiError::NotLeaderOrFollower),
             },
+            None if defer_sync => job
+                .log
+                .append_as_leader_unsynced(&mut buf, LeaderEpoch(job.epoch))
+                .map_err(ApiError::Log),
             None => job
                 .log
                 .append_as_leader(&mut buf, LeaderEpoch(job.epoch))
@@ -361,11 +435,21 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
         let result = appended.and_then(|info| {
             match (&broker.replicas, &job.replica) {
                 (Some(replicas), Some(r)) => replicas.after_leader_append(&r.tp),
+                // Raised once the fsync is done (`handle`).
+                _ if defer_sync => {}
                 _ => {
                     job.log.update_high_watermark(job.log.log_end_offset());
                 }
             }
-            if job.durable && acks != 0 {
+            if defer_sync {
+                syncs.push(PendingSync {
+                    topic_idx: job.topic_idx,
+                    slot: job.slot,
+                    partition: job.partition,
+                    log: job.log.clone(),
+                    upto: info.last_offset.plus(1),
+                });
+            } else if job.durable && acks != 0 {
                 job.log
                     .flush_up_to(info.last_offset.plus(1))
                     .map_err(ApiError::Log)?;
@@ -401,7 +485,7 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> Vec<Appended> {
         let waiting = job.replica.map(|r| (r, job.epoch));
         out.push((job.topic_idx, job.slot, job.partition, result, waiting));
     }
-    out
+    (out, syncs)
 }
 
 /// One appended partition: where its answer goes, the append's result and,

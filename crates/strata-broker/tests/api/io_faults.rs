@@ -188,3 +188,52 @@ async fn durable_produce_is_answered_only_after_its_fsync() {
     drop(c);
     broker.shutdown().await.unwrap();
 }
+
+/// Durable Produce requests in flight on one connection share fsyncs: the
+/// connection appends the next request while the previous one's fsync runs
+/// (its answer waits for it, in order), so one fsync covers the requests
+/// that arrived meanwhile. With a slow disk (every fsync 100 ms), 10
+/// pipelined requests take a handful of fsyncs of the partition's log, not
+/// one each — and every answer is still an acknowledged, consecutive
+/// offset.
+#[tokio::test]
+async fn durable_produces_in_flight_share_fsyncs() {
+    let root = tempfile::tempdir().unwrap();
+    let faults = FaultFs::new();
+    let broker = start_on(root.path(), &[], faults.shared()).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    let durable = [("strata.durable.append", "true")];
+    assert_eq!(create_topic_with(&mut c, "shared", 1, &durable).await, 0);
+    // The partition's files exist and were synced once.
+    pipelined_produces(&mut c, "shared", 1).await;
+    let log_syncs = |faults: &FaultFs| {
+        faults
+            .ops()
+            .iter()
+            .filter(|o| {
+                o.op == strata_log::fs::FsOp::Sync
+                    && o.path.to_string_lossy().contains("shared-0")
+                    && o.path.extension().is_some_and(|e| e == "log")
+            })
+            .count()
+    };
+    let before = log_syncs(&faults);
+    faults.set_sync_delay(std::time::Duration::from_millis(100));
+    let n = 10;
+    let got = pipelined_produces(&mut c, "shared", n).await;
+    for (i, (_, code, base)) in got.iter().enumerate() {
+        assert_eq!(
+            (*code, *base),
+            (0, 2 + 2 * i as i64),
+            "request {i}: {got:?}"
+        );
+    }
+    let syncs = log_syncs(&faults) - before;
+    assert!(
+        syncs <= n / 2,
+        "{syncs} fsyncs for {n} requests in flight: each request waited for its own"
+    );
+    faults.set_sync_delay(std::time::Duration::ZERO);
+    drop(c);
+    broker.shutdown().await.unwrap();
+}

@@ -13,7 +13,8 @@
 //!   ([`FaultFs::fail_all`]: a full or broken disk),
 //!
 //! with EIO, ENOSPC, or a short write (a prefix of the buffer is written,
-//! then ENOSPC, as a write that ran out of space part way). Public and not
+//! then ENOSPC, as a write that ran out of space part way). It can also
+//! make every fsync slow ([`FaultFs::set_sync_delay`]). Public and not
 //! behind `cfg(test)` so integration tests of this crate and of the broker
 //! can use it.
 //!
@@ -128,6 +129,9 @@ struct State {
 pub struct FaultFs {
     inner: StdFs,
     state: Mutex<State>,
+    /// Microseconds every [`FsOp::Sync`] sleeps before it runs (a slow
+    /// disk); 0: none.
+    sync_delay_us: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for FaultFs {
@@ -149,6 +153,14 @@ impl FaultFs {
     /// `self` as the engine holds a file system.
     pub fn shared(self: &Arc<Self>) -> SharedFs {
         self.clone()
+    }
+
+    /// Make every later file fsync ([`FsOp::Sync`]) take at least `delay`
+    /// (a slow disk: tests of work that must overlap or share fsyncs).
+    pub fn set_sync_delay(&self, delay: std::time::Duration) {
+        let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.sync_delay_us
+            .store(us, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -277,6 +289,12 @@ impl FileSystem for FaultFs {
 
     fn sync(&self, file: &File, path: &Path) -> io::Result<()> {
         self.guard(FsOp::Sync, path)?;
+        let delay = self
+            .sync_delay_us
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(delay));
+        }
         self.inner.sync(file, path)
     }
 

@@ -39,6 +39,32 @@ impl Log {
         records: &mut [u8],
         leader_epoch: LeaderEpoch,
     ) -> Result<LogAppendInfo, LogError> {
+        self.append_as_leader_with(records, leader_epoch, true)
+    }
+
+    /// [`Log::append_as_leader`] that leaves a durable log's fsync
+    /// (`strata.durable.append`) to the caller: the batch is durable once
+    /// `flush_up_to(info.last_offset + 1)` returned, and must not be
+    /// acknowledged before. The produce path uses it to overlap one
+    /// request's fsync with the appends of the requests behind it; the
+    /// fsyncs of appends made meanwhile are shared (group commit).
+    ///
+    /// # Errors
+    /// As [`Log::append_as_leader`].
+    pub fn append_as_leader_unsynced(
+        &self,
+        records: &mut [u8],
+        leader_epoch: LeaderEpoch,
+    ) -> Result<LogAppendInfo, LogError> {
+        self.append_as_leader_with(records, leader_epoch, false)
+    }
+
+    fn append_as_leader_with(
+        &self,
+        records: &mut [u8],
+        leader_epoch: LeaderEpoch,
+        sync: bool,
+    ) -> Result<LogAppendInfo, LogError> {
         let cfg = self.config_arc();
         let now = self.clock.now_ms();
         let validation = AppendValidation {
@@ -67,7 +93,7 @@ impl Log {
             if cfg.message_timestamp_type == TimestampType::LogAppendTime {
                 dup.log_append_time = Some(dup.max_timestamp);
             }
-            if cfg.durable_append {
+            if cfg.durable_append && sync {
                 self.flush_up_to(dup.last_offset.plus(1))?;
             }
             return Ok(dup);
@@ -105,7 +131,7 @@ impl Log {
                 || info.log_append_time.is_some()
         );
         drop(guard);
-        self.after_append(records, &info, cfg.durable_append)?;
+        self.after_append(records, &info, cfg.durable_append && sync)?;
         Ok(info)
     }
 

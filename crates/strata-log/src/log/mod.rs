@@ -193,6 +193,8 @@ pub struct Log {
     durable_offset: AtomicI64,
     /// fsync rounds run by `flush_up_to` (group-commit observability).
     durable_syncs: std::sync::atomic::AtomicU64,
+    /// Serialises [`Log::raise_high_watermark`] (leaf lock).
+    hw_raise: Mutex<()>,
     closed: AtomicBool,
     recovery: RecoveryStats,
     append_hook: RwLock<Option<AppendHook>>,
@@ -287,6 +289,7 @@ impl Log {
             recovery_point: AtomicI64::new(loaded.recovery_point.0),
             durable_offset: AtomicI64::new(loaded.recovery_point.0),
             durable_syncs: std::sync::atomic::AtomicU64::new(0),
+            hw_raise: Mutex::new(()),
             closed: AtomicBool::new(false),
             recovery: loaded.stats,
             append_hook: RwLock::new(None),
@@ -387,6 +390,18 @@ impl Log {
 
     pub fn high_watermark(&self) -> Offset {
         Offset(self.high_watermark.load(Ordering::Acquire))
+    }
+
+    /// Raise the high watermark to `hw` (clamped to the log end); never
+    /// lowers it. For callers that finish out of order: the durable produce
+    /// path raises it once each request's records are fsynced, and an
+    /// earlier request's fsync may return after a later one's.
+    pub fn raise_high_watermark(&self, hw: Offset) -> Offset {
+        let _serial = self.hw_raise.lock().unwrap_or_else(|e| e.into_inner());
+        if hw <= self.high_watermark() {
+            return self.high_watermark();
+        }
+        self.update_high_watermark(hw)
     }
 
     /// Set the high watermark, clamped to `[log_start, LEO]`; returns it.
