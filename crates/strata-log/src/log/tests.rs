@@ -210,3 +210,45 @@ fn log_is_shareable_and_refuses_work_after_close() {
     assert_eq!(std::fs::metadata(&seg.index_path).unwrap().len(), 0);
     assert_eq!(std::fs::metadata(&seg.time_index_path).unwrap().len(), 12);
 }
+
+/// `append_as_leader_unsynced` on a durable log leaves the fsync to the
+/// caller: nothing is durable until `flush_up_to`, whose one fsync covers
+/// every append before it; `raise_high_watermark` never lowers the high
+/// watermark when callers finish out of order.
+#[test]
+fn unsynced_durable_appends_wait_for_the_callers_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(1_000_000);
+    let cfg = LogConfig {
+        durable_append: true,
+        ..LogConfig::default()
+    };
+    let log = open(dir.path(), cfg, &clock);
+    let syncs = log.durable_sync_count();
+    let mut ends = Vec::new();
+    for _ in 0..3 {
+        let mut b = client_batch(2, 1_000_000, 10);
+        let info = log
+            .append_as_leader_unsynced(&mut b, LeaderEpoch(0))
+            .unwrap();
+        ends.push(info.last_offset.plus(1));
+    }
+    assert_eq!(log.durable_sync_count(), syncs, "no fsync yet");
+    assert!(log.durable_offset() < ends[0]);
+    log.flush_up_to(ends[2]).unwrap();
+    log.flush_up_to(ends[0]).unwrap();
+    assert_eq!(
+        log.durable_sync_count(),
+        syncs + 1,
+        "one fsync for all three"
+    );
+    assert_eq!(log.durable_offset(), ends[2]);
+    // The last caller finishes first: the first one's raise keeps it.
+    assert_eq!(log.raise_high_watermark(ends[2]), ends[2]);
+    assert_eq!(log.raise_high_watermark(ends[0]), ends[2]);
+    assert_eq!(log.high_watermark(), ends[2]);
+    // The synced path still fsyncs inside the append.
+    let mut b = client_batch(1, 1_000_000, 10);
+    let info = log.append_as_leader(&mut b, LeaderEpoch(0)).unwrap();
+    assert!(log.durable_offset() > info.last_offset);
+}
