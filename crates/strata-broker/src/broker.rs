@@ -396,7 +396,7 @@ impl GroupHost for Broker {
         match &self.replicas {
             Some(replicas) => replicas.after_leader_append(log.topic_partition()),
             None => {
-                log.update_high_watermark(log.log_end_offset());
+                log.raise_high_watermark_to_end();
             }
         }
         self.notify_appended();

@@ -82,11 +82,11 @@ fn append_now(
             let log = broker.partition_log(&info, partition)?;
             let epoch = LeaderEpoch(broker.leader_epoch(&info, partition));
             let info = append_to(&log, &mut batch, epoch, origin).map_err(ApiError::Log)?;
-            log.update_high_watermark(log.log_end_offset());
             if log.config().durable_append {
                 log.flush_up_to(info.last_offset.plus(1))
                     .map_err(ApiError::Log)?;
             }
+            log.raise_high_watermark_to_end();
             Ok((log, info, None))
         }
     }

@@ -438,7 +438,7 @@ fn append_all(broker: &Broker, jobs: Vec<Job>, acks: i16) -> (Vec<Appended>, Vec
                 // Raised once the fsync is done (`handle`).
                 _ if defer_sync => {}
                 _ => {
-                    job.log.update_high_watermark(job.log.log_end_offset());
+                    job.log.raise_high_watermark_to_end();
                 }
             }
             if defer_sync {

@@ -237,3 +237,87 @@ async fn durable_produces_in_flight_share_fsyncs() {
     drop(c);
     broker.shutdown().await.unwrap();
 }
+
+/// On a durable topic the high watermark never passes what is fsynced, even
+/// when requests on two connections interleave: an acks=0 produce fsyncs
+/// inside its append, and while that fsync runs another connection's acks=1
+/// produce appends behind it and waits for its own. When the first fsync
+/// returns, the log end holds the second request's unsynced records; the
+/// high watermark must stop before them until their fsync is done, or a
+/// consumer could read what a power loss takes back.
+#[tokio::test]
+async fn the_high_watermark_stops_at_what_is_fsynced() {
+    let root = tempfile::tempdir().unwrap();
+    let faults = FaultFs::new();
+    let broker = start_on(root.path(), &[], faults.shared()).await;
+    let mut admin = Client::connect(broker.local_addr()).await;
+    let durable = [("strata.durable.append", "true")];
+    assert_eq!(create_topic_with(&mut admin, "hw", 1, &durable).await, 0);
+    let id = topic_id(&mut admin, "hw").await;
+    let first = pipelined_produces(&mut admin, "hw", 1).await;
+    assert_eq!((first[0].1, first[0].2), (0, 0), "{first:?}");
+    assert_eq!(hw_and_last(&mut admin, id).await, (2, Some(1)));
+    let before = hw_log_syncs(&faults);
+    faults.set_sync_delay(std::time::Duration::from_millis(1500));
+
+    // acks=0: offsets 2..4, fsynced inside the append; no answer.
+    let mut quiet = Client::connect(broker.local_addr()).await;
+    let req = produce_request("hw", 0, batch(2, "quiet", 1_000, false), 0);
+    let (_, frame) = quiet.frame(&req, 9);
+    quiet.send_raw(&frame).await;
+    wait_for_hw_log_syncs(&faults, before + 1).await;
+    // acks=1 while that fsync runs: offsets 4..6, appended at once, its
+    // fsync queued behind the first.
+    let mut acked = Client::connect(broker.local_addr()).await;
+    let req = produce_request("hw", 0, batch(2, "acked", 1_000, false), 1);
+    let (_, frame) = acked.frame(&req, 9);
+    acked.send_raw(&frame).await;
+    // The second fsync starts once the first is done; half-way through it
+    // offsets 4..6 are on the log but not durable.
+    wait_for_hw_log_syncs(&faults, before + 2).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        hw_and_last(&mut admin, id).await,
+        (4, Some(3)),
+        "the high watermark passed records whose fsync is still running"
+    );
+    let frame = acked.read_frame().await.expect("the acks=1 answer");
+    let (_, resp) = Client::decode::<kafka_protocol::messages::ProduceRequest>(frame, 9);
+    let p = &resp.responses[0].partition_responses[0];
+    assert_eq!((p.error_code, p.base_offset), (0, 4));
+    assert_eq!(hw_and_last(&mut admin, id).await, (6, Some(5)));
+    faults.set_sync_delay(std::time::Duration::ZERO);
+    drop((admin, quiet, acked));
+    broker.shutdown().await.unwrap();
+}
+
+/// Partition "hw"-0's high watermark and the last offset a fetch returns.
+async fn hw_and_last(c: &mut Client, id: uuid::Uuid) -> (i64, Option<i64>) {
+    let resp: FetchResponse = c.call(&fetch_request("hw", id, 0, 0, 0, 0), 12).await;
+    let p = &resp.responses[0].partitions[0];
+    (p.high_watermark, records_of(&p.records).last().map(|r| r.0))
+}
+
+/// How many fsyncs of "hw"-0's `.log` files have started.
+fn hw_log_syncs(faults: &FaultFs) -> usize {
+    faults
+        .ops()
+        .iter()
+        .filter(|o| {
+            o.op == strata_log::fs::FsOp::Sync
+                && o.path.to_string_lossy().contains("hw-0")
+                && o.path.extension().is_some_and(|e| e == "log")
+        })
+        .count()
+}
+
+async fn wait_for_hw_log_syncs(faults: &FaultFs, n: usize) {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while hw_log_syncs(faults) < n {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "fsync #{n} never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}

@@ -404,6 +404,20 @@ impl Log {
         self.update_high_watermark(hw)
     }
 
+    /// The single-node leader's high watermark after an append: the log
+    /// end, or on a durable log (`strata.durable.append`) the end of what
+    /// is fsynced. The log end may hold another writer's records whose
+    /// fsync is still running, and consumers must never see what a power
+    /// loss could take back. Never lowers it.
+    pub fn raise_high_watermark_to_end(&self) -> Offset {
+        let end = if self.config_arc().durable_append {
+            self.durable_offset()
+        } else {
+            self.log_end_offset()
+        };
+        self.raise_high_watermark(end)
+    }
+
     /// Set the high watermark, clamped to `[log_start, LEO]`; returns it.
     ///
     /// While the log has unstable transactions this takes the append lock

@@ -251,4 +251,15 @@ fn unsynced_durable_appends_wait_for_the_callers_flush() {
     let mut b = client_batch(1, 1_000_000, 10);
     let info = log.append_as_leader(&mut b, LeaderEpoch(0)).unwrap();
     assert!(log.durable_offset() > info.last_offset);
+    // Another writer's unsynced append behind it: raising to the end stops
+    // at what is fsynced, and moves on once that is flushed too.
+    let synced_end = log.log_end_offset();
+    assert_eq!(log.raise_high_watermark_to_end(), synced_end);
+    let mut b = client_batch(2, 1_000_000, 10);
+    let later = log
+        .append_as_leader_unsynced(&mut b, LeaderEpoch(0))
+        .unwrap();
+    assert_eq!(log.raise_high_watermark_to_end(), synced_end);
+    log.flush_up_to(later.last_offset.plus(1)).unwrap();
+    assert_eq!(log.raise_high_watermark_to_end(), log.log_end_offset());
 }
