@@ -206,18 +206,7 @@ async fn durable_produces_in_flight_share_fsyncs() {
     assert_eq!(create_topic_with(&mut c, "shared", 1, &durable).await, 0);
     // The partition's files exist and were synced once.
     pipelined_produces(&mut c, "shared", 1).await;
-    let log_syncs = |faults: &FaultFs| {
-        faults
-            .ops()
-            .iter()
-            .filter(|o| {
-                o.op == strata_log::fs::FsOp::Sync
-                    && o.path.to_string_lossy().contains("shared-0")
-                    && o.path.extension().is_some_and(|e| e == "log")
-            })
-            .count()
-    };
-    let before = log_syncs(&faults);
+    let before = log_syncs(&faults, "shared-0");
     faults.set_sync_delay(std::time::Duration::from_millis(100));
     let n = 10;
     let got = pipelined_produces(&mut c, "shared", n).await;
@@ -228,7 +217,7 @@ async fn durable_produces_in_flight_share_fsyncs() {
             "request {i}: {got:?}"
         );
     }
-    let syncs = log_syncs(&faults) - before;
+    let syncs = log_syncs(&faults, "shared-0") - before;
     assert!(
         syncs <= n / 2,
         "{syncs} fsyncs for {n} requests in flight: each request waited for its own"
@@ -257,7 +246,7 @@ async fn the_high_watermark_stops_at_what_is_fsynced() {
     let first = pipelined_produces(&mut admin, "hw", 1).await;
     assert_eq!((first[0].1, first[0].2), (0, 0), "{first:?}");
     assert_eq!(hw_and_last(&mut admin, id).await, (2, Some(1)));
-    let before = hw_log_syncs(&faults);
+    let before = log_syncs(&faults, "hw-0");
     faults.set_sync_delay(std::time::Duration::from_millis(1500));
 
     // acks=0: offsets 2..4, fsynced inside the append; no answer.
@@ -298,14 +287,15 @@ async fn hw_and_last(c: &mut Client, id: uuid::Uuid) -> (i64, Option<i64>) {
     (p.high_watermark, records_of(&p.records).last().map(|r| r.0))
 }
 
-/// How many fsyncs of "hw"-0's `.log` files have started.
-fn hw_log_syncs(faults: &FaultFs) -> usize {
+/// How many fsyncs of a partition's `.log` files have started (`dir`: its
+/// directory name, `topic-partition`).
+fn log_syncs(faults: &FaultFs, dir: &str) -> usize {
     faults
         .ops()
         .iter()
         .filter(|o| {
             o.op == strata_log::fs::FsOp::Sync
-                && o.path.to_string_lossy().contains("hw-0")
+                && o.path.to_string_lossy().contains(dir)
                 && o.path.extension().is_some_and(|e| e == "log")
         })
         .count()
@@ -313,7 +303,7 @@ fn hw_log_syncs(faults: &FaultFs) -> usize {
 
 async fn wait_for_hw_log_syncs(faults: &FaultFs, n: usize) {
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while hw_log_syncs(faults) < n {
+    while log_syncs(faults, "hw-0") < n {
         assert!(
             std::time::Instant::now() < give_up,
             "fsync #{n} never started"
