@@ -408,14 +408,15 @@ impl Log {
     /// end, or on a durable log (`strata.durable.append`) the end of what
     /// is fsynced. The log end may hold another writer's records whose
     /// fsync is still running, and consumers must never see what a power
-    /// loss could take back. Never lowers it.
+    /// loss could take back. A durable log's high watermark is only ever
+    /// raised (its appends finish out of order); any other log's is the log
+    /// end, two atomic operations on the hot path.
     pub fn raise_high_watermark_to_end(&self) -> Offset {
-        let end = if self.config_arc().durable_append {
-            self.durable_offset()
+        if self.config_arc().durable_append {
+            self.raise_high_watermark(self.durable_offset())
         } else {
-            self.log_end_offset()
-        };
-        self.raise_high_watermark(end)
+            self.update_high_watermark(self.log_end_offset())
+        }
     }
 
     /// Set the high watermark, clamped to `[log_start, LEO]`; returns it.
