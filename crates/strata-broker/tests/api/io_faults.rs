@@ -126,6 +126,27 @@ async fn a_short_write_takes_one_dir_offline_and_loses_nothing() {
     a_failing_dir_goes_offline_and_the_other_keeps_serving(Fault::ShortWrite).await;
 }
 
+/// A broker on a [`FaultFs`] with one-partition topics
+/// `strata.durable.append=true`, and a client connected to it.
+async fn durable_broker(
+    topics: &[&str],
+) -> (
+    tempfile::TempDir,
+    std::sync::Arc<FaultFs>,
+    strata_broker::BrokerHandle,
+    Client,
+) {
+    let root = tempfile::tempdir().unwrap();
+    let faults = FaultFs::new();
+    let broker = start_on(root.path(), &[], faults.shared()).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    let durable = [("strata.durable.append", "true")];
+    for topic in topics {
+        assert_eq!(create_topic_with(&mut c, topic, 1, &durable).await, 0);
+    }
+    (root, faults, broker, c)
+}
+
 /// Send `n` durable Produce requests back to back on one connection (all in
 /// flight at once) and read the `n` answers: (correlation id, error code,
 /// base offset) in the order they came.
@@ -157,13 +178,7 @@ async fn pipelined_produces(c: &mut Client, topic: &str, n: usize) -> Vec<(i32, 
 /// in request order, at consecutive offsets.
 #[tokio::test]
 async fn durable_produce_is_answered_only_after_its_fsync() {
-    let root = tempfile::tempdir().unwrap();
-    let faults = FaultFs::new();
-    let broker = start_on(root.path(), &[], faults.shared()).await;
-    let mut c = Client::connect(broker.local_addr()).await;
-    let durable = [("strata.durable.append", "true")];
-    assert_eq!(create_topic_with(&mut c, "kept", 1, &durable).await, 0);
-    assert_eq!(create_topic_with(&mut c, "unsynced", 1, &durable).await, 0);
+    let (_root, faults, broker, mut c) = durable_broker(&["kept", "unsynced"]).await;
 
     let got = pipelined_produces(&mut c, "kept", 8).await;
     for (i, (_, code, base)) in got.iter().enumerate() {
@@ -198,12 +213,7 @@ async fn durable_produce_is_answered_only_after_its_fsync() {
 /// offset.
 #[tokio::test]
 async fn durable_produces_in_flight_share_fsyncs() {
-    let root = tempfile::tempdir().unwrap();
-    let faults = FaultFs::new();
-    let broker = start_on(root.path(), &[], faults.shared()).await;
-    let mut c = Client::connect(broker.local_addr()).await;
-    let durable = [("strata.durable.append", "true")];
-    assert_eq!(create_topic_with(&mut c, "shared", 1, &durable).await, 0);
+    let (_root, faults, broker, mut c) = durable_broker(&["shared"]).await;
     // The partition's files exist and were synced once.
     pipelined_produces(&mut c, "shared", 1).await;
     let before = log_syncs(&faults, "shared-0");
@@ -236,12 +246,7 @@ async fn durable_produces_in_flight_share_fsyncs() {
 /// consumer could read what a power loss takes back.
 #[tokio::test]
 async fn the_high_watermark_stops_at_what_is_fsynced() {
-    let root = tempfile::tempdir().unwrap();
-    let faults = FaultFs::new();
-    let broker = start_on(root.path(), &[], faults.shared()).await;
-    let mut admin = Client::connect(broker.local_addr()).await;
-    let durable = [("strata.durable.append", "true")];
-    assert_eq!(create_topic_with(&mut admin, "hw", 1, &durable).await, 0);
+    let (_root, faults, broker, mut admin) = durable_broker(&["hw"]).await;
     let id = topic_id(&mut admin, "hw").await;
     let first = pipelined_produces(&mut admin, "hw", 1).await;
     assert_eq!((first[0].1, first[0].2), (0, 0), "{first:?}");
@@ -261,15 +266,21 @@ async fn the_high_watermark_stops_at_what_is_fsynced() {
     let req = produce_request("hw", 0, batch(2, "acked", 1_000, false), 1);
     let (_, frame) = acked.frame(&req, 9);
     acked.send_raw(&frame).await;
-    // The second fsync starts once the first is done; half-way through it
-    // offsets 4..6 are on the log but not durable.
+    // The second fsync starts once the first is done. For its first second
+    // (of 1.5) offsets 4..6 are on the log but not durable, and every fetch
+    // must stop at 4.
     wait_for_hw_log_syncs(&faults, before + 2).await;
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    assert_eq!(
-        hw_and_last(&mut admin, id).await,
-        (4, Some(3)),
-        "the high watermark passed records whose fsync is still running"
-    );
+    let window = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut looks = 0;
+    while std::time::Instant::now() < window {
+        assert_eq!(
+            hw_and_last(&mut admin, id).await,
+            (4, Some(3)),
+            "the high watermark passed records whose fsync is still running (look {looks})"
+        );
+        looks += 1;
+    }
+    assert!(looks > 0);
     let frame = acked.read_frame().await.expect("the acks=1 answer");
     let (_, resp) = Client::decode::<kafka_protocol::messages::ProduceRequest>(frame, 9);
     let p = &resp.responses[0].partition_responses[0];
