@@ -152,18 +152,15 @@ async fn consumer_offsets_size_levels_off_under_a_committing_loop() {
     );
 
     commit_range(&mut c, COMMITS, 3 * COMMITS).await;
-    let after_3n = wait_for_size_at_most(dir.path(), bound).await;
+    // Levelled off: three times the commits settle at the same size give or
+    // take the fill of the active segment. Waited for, not sampled: on a
+    // loaded machine the cleaner is still a rolled segment behind when the
+    // loop ends (a first look once saw 28,854 bytes, over the 20,735 allowed).
+    let after_3n = wait_for_size_at_most(dir.path(), bound.min(after_n + SEGMENT_BYTES)).await;
     let last = 3 * COMMITS - 1;
     assert_eq!(
         fetch_offsets(&mut c).await,
         vec![(0, last), (1, last + 1), (2, last + 2)]
-    );
-    // Levelled off: three times the commits, the same size give or take
-    // the fill of the active segment.
-    assert!(
-        after_3n <= after_n + SEGMENT_BYTES,
-        "size grew from {after_n} after {COMMITS} commits to {after_3n} after {}",
-        3 * COMMITS
     );
     // Far below what the commits wrote (each at least one batch header).
     let written_at_least = 3 * COMMITS as u64 * MIN_BATCH_BYTES;
