@@ -261,20 +261,19 @@ impl ReplicaManager {
     /// Forget the replicas not in `keep` (no longer assigned here, or
     /// their log is gone).
     pub(crate) fn retain(&self, keep: &HashSet<TopicPartition>) {
-        let removed: Vec<TopicPartition> = {
+        let removed: Vec<Arc<Partition>> = {
             let mut map = self.partitions.write().unwrap_or_else(|e| e.into_inner());
             let gone: Vec<TopicPartition> = map
                 .keys()
                 .filter(|tp| !keep.contains(*tp))
                 .cloned()
                 .collect();
-            for tp in &gone {
-                map.remove(tp);
-            }
-            gone
+            gone.iter().filter_map(|tp| map.remove(tp)).collect()
         };
-        for tp in &removed {
-            self.fetchers.remove(tp);
+        for partition in &removed {
+            // Requests still hold the replica: they must not wait on it.
+            partition.stop();
+            self.fetchers.remove(&partition.tp);
         }
         if !removed.is_empty() {
             self.changed();

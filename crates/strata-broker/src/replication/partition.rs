@@ -225,6 +225,20 @@ impl Partition {
         Some((epoch, append(LeaderEpoch(epoch))))
     }
 
+    /// This broker holds no replica of the partition any more (Kafka's
+    /// StopReplica, e.g. a reassignment moved it away): it neither leads
+    /// nor follows. Appends are refused and acks=all waits end at once
+    /// with NOT_LEADER_OR_FOLLOWER, so the producer moves to the new
+    /// leader instead of waiting out its request timeout here, where the
+    /// high watermark no longer moves.
+    pub(crate) fn stop(&self) {
+        let _role = self.role.write().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.lock();
+        st.leader = -1;
+        st.followers.clear();
+        st.epoch_start = -1;
+    }
+
     pub(crate) fn is_leader(&self) -> bool {
         self.lock().leader == self.me
     }
@@ -620,6 +634,24 @@ mod tests {
             p.produce_outcome(4, 3),
             Some(Err(ApiError::NotLeaderOrFollower))
         ));
+    }
+
+    #[test]
+    fn a_stopped_replica_ends_acks_all_waits_and_refuses_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = partition(dir.path(), 1);
+        p.apply(&record(1, 0, &[1, 2, 3]), 10, 0).unwrap();
+        append(&p, 4);
+        // The followers went to the new leader: the high watermark here
+        // never reaches 4 again.
+        assert!(p.produce_outcome(4, 0).is_none());
+        p.stop();
+        assert!(matches!(
+            p.produce_outcome(4, 0),
+            Some(Err(ApiError::NotLeaderOrFollower))
+        ));
+        assert!(p.leader_append(|_| Ok(())).is_none());
+        assert!(!p.is_leader());
     }
 
     #[test]
