@@ -6,7 +6,9 @@ confluent-kafka producer keeps writing. Afterwards every acknowledged record is 
 once and in order, the partition lives only in the new dir, `strata log verify` accepts both
 dirs and Kafka's own segment reader accepts the moved files. The admin errors are Kafka's
 (LOG_DIR_NOT_FOUND, REPLICA_NOT_AVAILABLE). A broker killed with SIGKILL in the middle of a
-(throttled) move restarts, finishes the move, and loses nothing acknowledged.
+(throttled) move restarts, finishes the move, and loses nothing acknowledged. In a cluster both
+a follower's and the leader's replica move, and acks=all requests parked on the leader when its
+log is swapped complete on the new log instead of waiting out their request timeout.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from broker import free_port
 from fault_checker import records_digest
 from cluster import wait_until
 from records import consume_confluent, create_topic
+from test_metrics import scrape, total, value
 
 BROKER_ID = 1  # the broker's default node.id
 TOPIC = "moving"
@@ -215,12 +219,16 @@ def test_sigkill_during_a_move_loses_nothing(broker_factory, tmp_path, java, str
     kafka_reader(java, dest / f"{TOPIC}-0", values)
 
 
-def test_move_a_follower_replica_in_a_cluster(etcd, cluster_factory, java, strata_bin):
+def test_move_follower_and_leader_replicas_in_a_cluster(etcd, cluster_factory, java, strata_bin):
     cluster = cluster_factory(etcd.endpoint, count=3)
-    # A second log dir on every broker.
+    # A second log dir on every broker, and /metrics. Followers fetch in long polls (a fetch is
+    # answered after 500 ms unless 1 MiB is there), so when the leader's log is swapped some
+    # acks=all requests are still waiting for the followers.
     for b in cluster.brokers.values():
         b.stop()
-        b.overrides["log.dirs"] = f"{b.log_dir},{b.log_dir}-b"
+        b.overrides.update({"log.dirs": f"{b.log_dir},{b.log_dir}-b", "replica.fetch.wait.max.ms": "500",
+                            "replica.fetch.min.bytes": "1048576",
+                            "strata.metrics.listener": f"127.0.0.1:{free_port()}"})
         b.start()
     cluster.wait_for_members()
     create_topic(cluster.bootstrap, TOPIC, config={"segment.bytes": "262144", "min.insync.replicas": "2"},
@@ -234,29 +242,50 @@ def test_move_a_follower_replica_in_a_cluster(etcd, cluster_factory, java, strat
     fb = cluster.brokers[follower]
     src, dest = where(TOPIC, fb.log_dir, Path(f"{fb.log_dir}-b"))
 
-    writer = Writer(cluster.bootstrap, TOPIC, pad=200).start()
-    while len(writer.acked) < 10_000:
+    # Below what the long polls carry, so the producer's queue stays short.
+    writer = Writer(cluster.bootstrap, TOPIC, pad=200, per_second=500).start()
+    while len(writer.acked) < 5_000:
         time.sleep(0.05)
     assert alter(java, fb.bootstrap, (TOPIC, 0, dest), broker=follower) == [None]
     wait_moved(java, fb.bootstrap, TOPIC, dest, broker=follower)
     at_move = len(writer.acked)
-    while len(writer.acked) < at_move + 5_000:
+    while len(writer.acked) < at_move + 2_500:
         time.sleep(0.05)
+
+    # Now the leader's replica. Requests parked for acks=all when the log is swapped must
+    # complete on the new log: the old one is closed and its high watermark never moves again,
+    # so a wait still reading it ends only at the request timeout (librdkafka's 30 s) with
+    # REQUEST_TIMED_OUT, and the retry is answered as a duplicate. Whether a request is still
+    # parked when the swap ends depends on how long the swap's fsyncs take, so the replica
+    # moves there and back: two swaps.
+    lb = cluster.brokers[info.leader]
+    leader_src, leader_dest = where(TOPIC, lb.log_dir, Path(f"{lb.log_dir}-b"))
+    for to in (leader_dest, leader_src):
+        assert alter(java, lb.bootstrap, (TOPIC, 0, to), broker=info.leader) == [None]
+        wait_moved(java, lb.bootstrap, TOPIC, to, broker=info.leader)
+        at_move = len(writer.acked)
+        while len(writer.acked) < at_move + 1_500:
+            time.sleep(0.05)
     writer.stop()
+    assert cluster.metadata(None, [TOPIC]).topics[TOPIC].partitions[0].leader == info.leader
+    m = scrape(int(lb.overrides["strata.metrics.listener"].rsplit(":", 1)[1]))
+    produces = value(m, "kafka_network_requestmetrics_totaltimems_count", request="Produce")
+    slow = produces - value(m, "kafka_network_requestmetrics_totaltimems_bucket", request="Produce", le="10000.0")
+    timed_out = total(m, "kafka_network_requestmetrics_errors_total", request="Produce", error="REQUEST_TIMED_OUT")
+    print(f"leader: {produces:.0f} Produce requests, {slow:.0f} over 10 s, {timed_out:.0f} REQUEST_TIMED_OUT")
+    assert (slow, timed_out) == (0, 0), "an acks=all wait outlived the log swap"
     assert not writer.failed, writer.failed[:5]
     acked = assert_exactly_once(cluster.bootstrap, TOPIC, writer.acked, writer)
 
     # The moved follower keeps replicating into its new dir: it rejoins (or stays in) the ISR
-    # and ends byte-identical to the leader.
-    leader_dir = cluster.brokers[info.leader].log_dir
-    leader_dir = leader_dir if (leader_dir / f"{TOPIC}-0").is_dir() else Path(f"{leader_dir}-b")
-
+    # and ends byte-identical to the leader, which serves from the dir it moved back to.
     def logs(d: Path) -> bytes:
         return b"".join(f.read_bytes() for f in sorted((d / f"{TOPIC}-0").glob("*.log")))
-    wait_until(lambda: full_isr() and logs(dest) == logs(leader_dir), 60,
+    wait_until(lambda: full_isr() and logs(dest) == logs(leader_src), 60,
                "the moved replica to be in sync and byte-identical to the leader")
     assert partition_dirs(dest, TOPIC) == [f"{TOPIC}-0"]
-    assert not (src / f"{TOPIC}-0").exists()
+    for moved_from in (src, leader_dest):
+        assert not (moved_from / f"{TOPIC}-0").exists()
     kafka_reader(java, dest / f"{TOPIC}-0", acked)
     for b in cluster.brokers.values():
         b.stop()

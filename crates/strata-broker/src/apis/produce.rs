@@ -514,7 +514,7 @@ async fn wait_for_isr(ctx: &RequestContext, results: &mut [Appended], timeout_ms
             let (Ok(info), Some((replica, epoch))) = (&*result, &*waiting) else {
                 continue;
             };
-            match replica.produce_outcome(info.last_offset.0 + 1, *epoch) {
+            match replicas.produce_outcome(replica, info.last_offset.0 + 1, *epoch) {
                 None => pending = true,
                 Some(Ok(())) => *waiting = None,
                 Some(Err(e)) => {

@@ -37,6 +37,7 @@ use tokio::sync::watch;
 pub(crate) use divergence::diverging_epoch;
 pub(crate) use partition::{Eligibility, IsrProposal, Partition, Role};
 
+use crate::api_error::ApiError;
 use crate::cluster::{Cluster, PartitionRecord, Snapshot};
 use crate::config::ReplicationSettings;
 
@@ -143,6 +144,24 @@ impl ReplicaManager {
             .unwrap_or_else(|e| e.into_inner())
             .get(tp)
             .cloned()
+    }
+
+    /// Where an acks=all wait for `required` on `replica` (appended in
+    /// leader `epoch`) stands, read on the replica this broker holds *now*:
+    /// a log-dir move swaps the replica and its log while requests wait
+    /// (the old one's log is closed and its high watermark never moves
+    /// again), as Kafka's DelayedProduce reads the partition's current log.
+    /// A replica no longer held was stopped and answers NOT_LEADER_OR_FOLLOWER.
+    pub(crate) fn produce_outcome(
+        &self,
+        replica: &Partition,
+        required: i64,
+        epoch: i32,
+    ) -> Option<Result<(), ApiError>> {
+        match self.get(&replica.tp) {
+            Some(current) => current.produce_outcome(required, epoch),
+            None => replica.produce_outcome(required, epoch),
+        }
     }
 
     fn leaders(&self) -> Vec<Arc<Partition>> {
@@ -301,7 +320,7 @@ impl ReplicaManager {
         broker_epoch: i64,
         fetch_offset: i64,
         log_start: i64,
-    ) -> Result<(), crate::api_error::ApiError> {
+    ) -> Result<(), ApiError> {
         let r = partition.record_follower_fetch(
             replica,
             broker_epoch,
