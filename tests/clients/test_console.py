@@ -2,8 +2,10 @@
 
 Guards what an operator sees on a partition page: the segment timeline of a tiered partition
 with several segments, some only in remote storage and some local, drawn one element per
-segment (counted against the partition directory and the remote store's objects), and a
-consumer group's lag (high watermark minus its committed offset, committed by librdkafka).
+segment (counted against the partition directory and the remote store's objects), and the
+consumer groups' lag (high watermark minus the committed offset, committed by librdkafka), each
+group with its protocol and state: a classic group that committed and stopped, and a KIP-848
+consumer group (`group.protocol=consumer`) whose member is still consuming.
 The page must render offline (no network beyond loopback) without JavaScript; a screenshot
 under the test's tmp dir proves that it did.
 """
@@ -25,8 +27,10 @@ from records import ADMIN_TIMEOUT_S, create_topic
 
 TOPIC = "console-tiered"
 GROUP = "console-group"
+NEW_GROUP = "console-kip848"
 RECORDS = 600
 COMMIT_AFTER = 150
+NEW_COMMIT_AFTER = 400
 SETTLE_TIMEOUT_S = 60.0
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -94,6 +98,36 @@ def commit_part_way(bootstrap: str) -> int:
         c.close()
 
 
+def join_consumer_group(bootstrap: str) -> Consumer:
+    """A KIP-848 member that reads NEW_COMMIT_AFTER records, commits, and stays in the group."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": NEW_GROUP, "group.protocol": "consumer",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.subscribe([TOPIC])
+    seen = 0
+    deadline = time.monotonic() + ADMIN_TIMEOUT_S
+    while seen < NEW_COMMIT_AFTER:
+        assert time.monotonic() < deadline, f"the consumer-protocol member read only {seen} records"
+        msg = c.poll(1.0)
+        if msg is None:
+            continue
+        assert msg.error() is None, msg.error()
+        seen = msg.offset() + 1
+    c.commit(offsets=[TopicPartition(TOPIC, 0, NEW_COMMIT_AFTER)], asynchronous=False)
+    return c
+
+
+def wait_page_shows(url: str, needle: str) -> None:
+    deadline = time.monotonic() + ADMIN_TIMEOUT_S
+    while True:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            assert resp.status == 200
+            page = resp.read().decode()
+        if needle in page:
+            return
+        assert time.monotonic() < deadline, f"the console never showed {needle!r}:\n{page}"
+        time.sleep(0.5)
+
+
 def chromium(profile: Path):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -142,9 +176,10 @@ def test_partition_page_draws_the_tiers_and_the_groups_lag(broker_factory, tmp_p
     expected = sorted(local | far)
     assert len(expected) >= 4, expected
 
+    member = join_consumer_group(broker.bootstrap)
     url = f"http://127.0.0.1:{http_port}/console/topics/{TOPIC}/0"
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        assert resp.status == 200
+    # The member's commit and its group's Stable state show once its heartbeat was answered.
+    wait_page_shows(url, f'data-group="{NEW_GROUP}" data-protocol="consumer" data-state="Stable"')
     driver = chromium(tmp_path / "chrome-profile")
     try:
         driver.set_page_load_timeout(30)
@@ -170,9 +205,20 @@ def test_partition_page_draws_the_tiers_and_the_groups_lag(broker_factory, tmp_p
         marker = driver.find_element(By.CSS_SELECTOR, f'svg#timeline g[data-group="{GROUP}"]')
         assert int(marker.get_attribute("data-lag")) == want_lag
         assert int(marker.get_attribute("data-committed")) == COMMIT_AFTER
+        assert (row.get_attribute("data-protocol"), row.get_attribute("data-state")) == ("classic", "Empty")
+        assert row.find_element(By.CSS_SELECTOR, "td.protocol").text == "classic"
+
+        # The KIP-848 group, its member still in it, beside the classic one.
+        new = driver.find_element(By.CSS_SELECTOR, f'tr.group-lag[data-group="{NEW_GROUP}"]')
+        assert (new.get_attribute("data-protocol"), new.get_attribute("data-state")) == ("consumer", "Stable")
+        assert new.find_element(By.CSS_SELECTOR, "td.protocol").text == "consumer"
+        assert new.find_element(By.CSS_SELECTOR, "td.state").text == "Stable"
+        assert int(new.get_attribute("data-lag")) == high - NEW_COMMIT_AFTER
+        assert int(new.find_element(By.CSS_SELECTOR, "td.lag").text) == high - NEW_COMMIT_AFTER
 
         shot = tmp_path / "console.png"
         assert driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000, shot.stat().st_size
     finally:
         driver.quit()
+        member.close()

@@ -142,6 +142,44 @@ def test_a_stopped_group_lags_by_exactly_what_was_produced_after_its_commit(brok
     assert value(s, "kafka_partition_earliest_offset", topic=topic, partition="0") == 0
 
 
+def test_group_counts_follow_a_consumer_group_and_a_classic_group(broker_factory):
+    """Kafka's group-coordinator-metrics: group-count per protocol, consumer-group-count per
+    KIP-848 state, moved by a real librdkafka member with `group.protocol=consumer`; its commits
+    show in the lag metrics like a classic group's."""
+    b, port = start_broker(broker_factory, {"group.consumer.min.heartbeat.interval.ms": "100",
+                                            "group.consumer.heartbeat.interval.ms": "500"})
+    topic, classic, kip848 = "metrics-groups", "metrics-classic", "metrics-kip848"
+    create_topic(b.bootstrap, topic, 1)
+    produce(b.bootstrap, topic, 200, "g")
+    consume_and_commit(b.bootstrap, topic, classic, 200)
+
+    def counts() -> tuple[float, float, float, float]:
+        s = scrape(port)
+        return (value(s, "kafka_server_group_coordinator_metrics_group_count", protocol="classic"),
+                value(s, "kafka_server_group_coordinator_metrics_group_count", protocol="consumer"),
+                value(s, "kafka_server_group_coordinator_metrics_consumer_group_count", state="stable"),
+                value(s, "kafka_server_group_coordinator_metrics_consumer_group_count", state="empty"))
+    assert counts() == (1, 0, 0, 0)
+
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": kip848, "group.protocol": "consumer",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 150 and time.monotonic() < deadline:
+        got += sum(1 for m in c.consume(num_messages=150 - got, timeout=1) if m.error() is None)
+    assert got == 150, f"consumed {got} of 150"
+    c.commit(offsets=[TopicPartition(topic, 0, 150)], asynchronous=False)
+    wait_until(lambda: counts() == (1, 1, 1, 0), 30, "one classic group and one Stable consumer group")
+    s = scrape(port)
+    assert value(s, "kafka_consumergroup_group_lag", group=kip848, topic=topic, partition="0") == 50
+    assert value(s, "kafka_consumergroup_group_lag", group=classic, topic=topic, partition="0") == 0
+    assert value(s, "kafka_server_group_coordinator_metrics_consumer_group_count", state="reconciling") == 0
+    # The last member leaves: the group stays, Empty, with its offsets.
+    c.close()
+    wait_until(lambda: counts() == (1, 1, 0, 1), 30, "the consumer group Empty after its member left")
+
+
 def test_cleaner_metrics_appear_after_a_compacted_topic_is_cleaned(broker_factory):
     b, port = start_broker(broker_factory, {"log.cleaner.backoff.ms": "100"})
     topic = "metrics-compacted"

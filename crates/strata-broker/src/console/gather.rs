@@ -385,10 +385,12 @@ pub(crate) fn partition(broker: &Broker, topic: &str, partition: i32) -> Option<
         .groups
         .committed_offsets_of(topic, partition)
         .into_iter()
-        .map(|(group, committed)| GroupLag {
-            group,
-            committed,
-            lag: (high_watermark - committed).max(0),
+        .map(|c| GroupLag {
+            group: c.group,
+            protocol: c.kind.0,
+            state: c.kind.1,
+            committed: c.offset,
+            lag: (high_watermark - c.offset).max(0),
         })
         .collect();
     let mut view = PartitionView {

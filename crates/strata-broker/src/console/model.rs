@@ -78,6 +78,10 @@ pub(crate) struct Offsets {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct GroupLag {
     pub group: String,
+    /// `classic`, or `consumer` for a KIP-848 consumer group.
+    pub protocol: &'static str,
+    /// The group's state in its protocol's names (`Stable`, `Reconciling`, ...).
+    pub state: &'static str,
     pub committed: i64,
     /// `high_watermark - committed`, never negative.
     pub lag: i64,

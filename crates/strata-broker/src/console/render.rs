@@ -210,14 +210,16 @@ fn groups_section(view: &PartitionView, out: &mut String) {
         .max()
         .unwrap_or(0);
     out.push_str(
-        "<table id=\"groups\"><tr><th>group</th><th>committed</th><th>lag</th><th></th></tr>",
+        "<table id=\"groups\"><tr><th>group</th><th>protocol</th><th>state</th><th>committed</th><th>lag</th><th></th></tr>",
     );
     for g in &view.groups {
         let _ = write!(
             out,
-            r#"<tr class="group-lag" data-group="{name}" data-committed="{c}" data-lag="{lag}"><td>{name}</td><td>{c}</td><td class="lag">{lag}</td><td>{}</td></tr>"#,
+            r#"<tr class="group-lag" data-group="{name}" data-protocol="{protocol}" data-state="{state}" data-committed="{c}" data-lag="{lag}"><td>{name}</td><td class="protocol">{protocol}</td><td class="state">{state}</td><td>{c}</td><td class="lag">{lag}</td><td>{}</td></tr>"#,
             bar(g.lag.max(0) as u64, max),
             name = escape(&g.group),
+            protocol = g.protocol,
+            state = g.state,
             c = g.committed,
             lag = g.lag,
         );
@@ -336,6 +338,8 @@ mod tests {
             },
             groups: vec![GroupLag {
                 group: "g\"><img>".into(),
+                protocol: "consumer",
+                state: "Stable",
                 committed: 4,
                 lag: 6,
             }],
@@ -366,7 +370,7 @@ mod tests {
             "{html}"
         );
         assert!(
-            html.contains(r#"data-group="g&quot;&gt;&lt;img&gt;" data-committed="4" data-lag="6""#),
+            html.contains(r#"data-group="g&quot;&gt;&lt;img&gt;" data-protocol="consumer" data-state="Stable" data-committed="4" data-lag="6""#),
             "{html}"
         );
         assert!(

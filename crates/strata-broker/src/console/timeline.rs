@@ -544,6 +544,8 @@ mod tests {
         };
         v.groups = vec![GroupLag {
             group: "g<1>".into(),
+            protocol: "classic",
+            state: "Empty",
             committed: 50,
             lag: 100,
         }];

@@ -37,6 +37,7 @@ use super::api::{
     CommitRequest, FetchedOffset, GroupOverview, GroupSummary, HeartbeatRequest, JoinRequest,
     JoinResult, LeaveMember, LeaveResult, Reply, SyncRequest, SyncResult,
 };
+use super::classic::Group;
 use super::config::GroupConfig;
 use super::consumer::api::{ConsumerHeartbeat, ConsumerHeartbeatResult, DescribedGroup};
 use super::consumer::image::TopicImage;
@@ -573,16 +574,22 @@ impl GroupCoordinator {
 
     /// Every group's committed offset of `topic`/`partition`, by group id
     /// (the storage console's lag; read-only, no loading is waited for).
-    pub(crate) fn committed_offsets_of(&self, topic: &str, partition: i32) -> Vec<(String, i64)> {
+    pub(crate) fn committed_offsets_of(&self, topic: &str, partition: i32) -> Vec<Committed> {
         let st = self.lock();
         let key = (topic.to_string(), partition);
-        let mut out: Vec<(String, i64)> = st
+        let mut out: Vec<Committed> = st
             .manager
             .groups
             .values()
-            .filter_map(|g| g.offsets.get(&key).map(|c| (g.id.clone(), c.offset)))
+            .filter_map(|g| {
+                g.offsets.get(&key).map(|c| Committed {
+                    group: g.id.clone(),
+                    offset: c.offset,
+                    kind: kind_of(g),
+                })
+            })
             .collect();
-        out.sort();
+        out.sort_by(|a, b| a.group.cmp(&b.group));
         out
     }
 
@@ -608,11 +615,7 @@ impl GroupCoordinator {
         let st = self.lock();
         let mut counts = crate::metrics::groups::GroupCounts::new();
         for g in st.manager.groups.values() {
-            let key = match g.consumer.as_deref() {
-                Some(cg) => ("consumer", cg.state().name()),
-                None => ("classic", g.state().name()),
-            };
-            *counts.entry(key).or_default() += 1;
+            *counts.entry(kind_of(g)).or_default() += 1;
         }
         counts
     }
@@ -850,4 +853,22 @@ fn read_partition<H: GroupHost>(broker: &H, partition: i32) -> Result<Vec<Loaded
         }
     }
     Ok(out)
+}
+
+/// One group's committed offset of a partition, with the group's kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Committed {
+    pub group: String,
+    pub offset: i64,
+    /// (rebalance protocol, state): `("classic", "Stable")`, `("consumer", "Reconciling")`.
+    pub kind: (&'static str, &'static str),
+}
+
+/// A group's rebalance protocol (`classic`, or `consumer` for a KIP-848
+/// group) and its state in that protocol's names.
+fn kind_of(g: &Group) -> (&'static str, &'static str) {
+    match g.consumer.as_deref() {
+        Some(cg) => ("consumer", cg.state().name()),
+        None => ("classic", g.state().name()),
+    }
 }
