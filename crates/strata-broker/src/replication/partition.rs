@@ -106,7 +106,13 @@ impl Partition {
     /// The same replica state on another log: the partition's new log after
     /// a log-dir move (AlterReplicaLogDirs); also the leader, epoch and
     /// topic id a follower fetches with, if it follows.
+    ///
+    /// The new log took the high watermark when the swap began; followers
+    /// may have raised the old one's while the swap fsynced and renamed.
+    /// The new log starts from the old one's last (both hold the same
+    /// records), so a high watermark already answered never steps back.
     pub(crate) fn with_log(&self, log: Arc<Log>) -> (Partition, Option<(i32, i32, uuid::Uuid)>) {
+        log.raise_high_watermark(self.log.high_watermark());
         let st = self.lock().clone();
         let follow = st
             .record
@@ -554,6 +560,27 @@ mod tests {
                 .append_as_leader(&mut batch, LeaderEpoch(p.leader_epoch()))
                 .unwrap();
         }
+    }
+
+    #[test]
+    fn a_swapped_log_starts_from_the_high_watermark_the_old_one_reached() {
+        let (old_dir, new_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let old = partition(old_dir.path(), 1);
+        let new = partition(new_dir.path(), 1);
+        for p in [&old, &new] {
+            p.apply(&record(1, 0, &[1, 2, 3]), 10, 0).unwrap();
+            append(p, 4);
+        }
+        // The swap read 1; the followers then took the old log to 3.
+        new.log.update_high_watermark(Offset(1));
+        old.log.update_high_watermark(Offset(3));
+        let (swapped, follow) = old.with_log(new.log.clone());
+        assert_eq!(swapped.log.high_watermark(), Offset(3));
+        assert!(follow.is_none(), "the leader follows no one");
+        // Never lowered: a new log already further keeps its own.
+        new.log.update_high_watermark(Offset(4));
+        let (swapped, _) = old.with_log(new.log.clone());
+        assert_eq!(swapped.log.high_watermark(), Offset(4));
     }
 
     /// The paused-leader race the fault suite found: a produce checked as
