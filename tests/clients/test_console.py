@@ -73,22 +73,27 @@ def wait_settled(log_dir: Path, remote: Path, broker) -> tuple[set[int], set[int
         time.sleep(1.0)
 
 
+def read_to(c: Consumer, end: int, who: str) -> None:
+    """Polls `c` until it has read offsets 0 .. end-1 of the partition, in order."""
+    seen = 0
+    deadline = time.monotonic() + ADMIN_TIMEOUT_S
+    while seen < end:
+        assert time.monotonic() < deadline, f"{who} read only {seen} records"
+        msg = c.poll(1.0)
+        if msg is None:
+            continue
+        assert msg.error() is None, msg.error()
+        assert msg.offset() == seen
+        seen += 1
+
+
 def commit_part_way(bootstrap: str) -> int:
     """A group reads the first COMMIT_AFTER records (from remote storage), commits, and stops."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest"})
     try:
         c.assign([TopicPartition(TOPIC, 0, 0)])
-        seen = 0
-        deadline = time.monotonic() + ADMIN_TIMEOUT_S
-        while seen < COMMIT_AFTER:
-            assert time.monotonic() < deadline, f"read only {seen} records"
-            msg = c.poll(1.0)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            assert msg.offset() == seen
-            seen += 1
+        read_to(c, COMMIT_AFTER, "the classic group")
         c.commit(offsets=[TopicPartition(TOPIC, 0, COMMIT_AFTER)], asynchronous=False)
         got = c.committed([TopicPartition(TOPIC, 0)], timeout=ADMIN_TIMEOUT_S)
         assert got[0].offset == COMMIT_AFTER
@@ -103,15 +108,7 @@ def join_consumer_group(bootstrap: str) -> Consumer:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": NEW_GROUP, "group.protocol": "consumer",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     c.subscribe([TOPIC])
-    seen = 0
-    deadline = time.monotonic() + ADMIN_TIMEOUT_S
-    while seen < NEW_COMMIT_AFTER:
-        assert time.monotonic() < deadline, f"the consumer-protocol member read only {seen} records"
-        msg = c.poll(1.0)
-        if msg is None:
-            continue
-        assert msg.error() is None, msg.error()
-        seen = msg.offset() + 1
+    read_to(c, NEW_COMMIT_AFTER, "the consumer-protocol member")
     c.commit(offsets=[TopicPartition(TOPIC, 0, NEW_COMMIT_AFTER)], asynchronous=False)
     return c
 
