@@ -148,9 +148,10 @@ impl ReplicaManager {
 
     /// Where an acks=all wait for `required` on `replica` (appended in
     /// leader `epoch`) stands, read on the replica this broker holds *now*:
-    /// a log-dir move swaps the replica and its log while requests wait
-    /// (the old one's log is closed and its high watermark never moves
-    /// again), as Kafka's DelayedProduce reads the partition's current log.
+    /// a log-dir move swaps the replica and closes its old log, whose high
+    /// watermark never moves again, while requests wait (Kafka's
+    /// DelayedProduce reads the partition's current log). Only a closed
+    /// log costs a lookup; every other wake-up reads the replica it holds.
     /// A replica no longer held was stopped and answers NOT_LEADER_OR_FOLLOWER.
     pub(crate) fn produce_outcome(
         &self,
@@ -158,6 +159,9 @@ impl ReplicaManager {
         required: i64,
         epoch: i32,
     ) -> Option<Result<(), ApiError>> {
+        if !replica.log.is_closed() {
+            return replica.produce_outcome(required, epoch);
+        }
         match self.get(&replica.tp) {
             Some(current) => current.produce_outcome(required, epoch),
             None => replica.produce_outcome(required, epoch),
