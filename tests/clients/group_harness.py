@@ -343,11 +343,58 @@ def check_exactly_once(members: list[Member], expected: dict[tuple[int, int], st
     assert not missing, f"{len(missing)} records lost, e.g. {sorted(missing)[:10]}"
     dups = Counter({k: c for k, c in counts.items() if c > 1})
     unexpected = {k: c for k, c in dups.items() if k not in allowed_duplicates or c > 2}
-    assert not unexpected, (f"{len(unexpected)} records processed more than once beyond the allowed "
-                            f"{len(allowed_duplicates)}: e.g. {sorted(unexpected.items())[:10]}")
     failures = [(m.name, e.fields) for m in members for e in m.snapshot() if e.kind == "commit_failed"]
+    if unexpected:
+        partition = min(unexpected)[0]
+        raise AssertionError(f"{len(unexpected)} records processed more than once beyond the allowed "
+                             f"{len(allowed_duplicates)}: e.g. {sorted(unexpected.items())[:10]}; "
+                             f"commits failed: {failures[:5]}\n{partition_history(members, partition)}")
     assert not failures, f"commits failed: {failures[:5]}"
     return dups
+
+
+def partition_history(members: list[Member], partition: int) -> str:
+    """Who held, processed and committed `partition`, in time order: the members' assigned,
+    revoked, lost and committed events that name it, their commit_failed, seek_failed and closed
+    events, and each run of records of it one member processed (first and last offset), with
+    times relative to the first event."""
+    lines: list[tuple[float, str]] = []
+    for m in members:
+        run: list[Event] = []
+
+        def flush() -> None:
+            if run:
+                lines.append((run[0].at, f"{m.name} processed offsets {run[0].fields['offset']}.."
+                                         f"{run[-1].fields['offset']} ({len(run)} records over "
+                                         f"{run[-1].at - run[0].at:.3f}s)"))
+                run.clear()
+
+        for e in m.snapshot():
+            f = e.fields
+            if e.kind == "record":
+                if f["partition"] == partition and (m.topic is None or f.get("topic", m.topic) == m.topic):
+                    run.append(e)
+                continue
+            if e.kind in ("assigned", "revoked", "lost") and partition in f.get("partitions", []):
+                flush()
+                lines.append((e.at, f"{m.name} {e.kind} {f['partitions']} (generation {f.get('generation')})"))
+            elif e.kind == "committed" and str(partition) in f.get("offsets", {}):
+                lines.append((e.at, f"{m.name} committed {f['offsets'][str(partition)]}"))
+            elif e.kind in ("commit_failed", "seek_failed", "closed"):
+                flush()
+                lines.append((e.at, f"{m.name} {e.kind} {f.get('error', '')}"))
+        flush()
+    lines.sort()
+    start = lines[0][0] if lines else 0.0
+    # Commits after every poll are many: keep the first and last of each member's run of them.
+    out: list[str] = []
+    for i, (at, text) in enumerate(lines):
+        same = lambda j: 0 <= j < len(lines) and " committed " in lines[j][1] and \
+            lines[j][1].split()[0] == text.split()[0]
+        if " committed " in text and same(i - 1) and same(i + 1):
+            continue
+        out.append(f"  {at - start:8.3f}s {text}")
+    return f"partition {partition}:\n" + "\n".join(out)
 
 
 def longest_gap(times: list[float], start: float, end: float) -> float:
