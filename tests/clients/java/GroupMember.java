@@ -37,9 +37,14 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * subscribes to {@code Pattern.compile(REGEX)}, which the 3.9 client resolves against its own
  * metadata and sends to the broker as topic names.
  *
+ * <p>With {@code --protocol consumer}, each newly assigned partition is sought to its committed
+ * offset in the assign callback (see {@link #seekToCommitted}: a 3.9 client bug would otherwise
+ * start it from auto.offset.reset now and then).
+ *
  * <p>Output lines: {@code started} (after subscribe), {@code assigned} (partitions, generation),
  * {@code revoked}, {@code lost}, {@code record} (partition, offset, value, topic), {@code committed}
- * (offsets), {@code commit_failed}, {@code closed}; the fields are described in group_member.py.
+ * (offsets), {@code commit_failed}, {@code seek_failed} (error; consumer protocol only),
+ * {@code closed}; the fields are described in group_member.py.
  *
  * <p>Args: bootstrap topic group instanceId|- [sessionTimeoutMs] [--protocol classic|consumer]
  * [--regex REGEX] [--remote-assignor NAME].
@@ -47,6 +52,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 public final class GroupMember {
     /** A topic created later must show up quickly for a pattern subscription (default 5 min). */
     private static final String REGEX_METADATA_MAX_AGE_MS = "1000";
+
+    /** How long the assign callback waits for committed offsets (see seekToCommitted). */
+    private static final Duration SEEK_LOOKUP_TIMEOUT = Duration.ofSeconds(10);
 
     private GroupMember() {}
 
@@ -106,6 +114,8 @@ public final class GroupMember {
             props.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, REGEX_METADATA_MAX_AGE_MS);
         }
 
+        boolean consumerProtocol = protocol.equals("consumer");
+        AtomicBoolean closing = new AtomicBoolean(false);
         Comparator<TopicPartition> order = Comparator.comparing(TopicPartition::topic)
                 .thenComparingInt(TopicPartition::partition);
         Map<TopicPartition, OffsetAndMetadata> pending = new TreeMap<>(order);
@@ -121,6 +131,9 @@ public final class GroupMember {
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                    if (consumerProtocol && !closing.get()) {
+                        seekToCommitted(consumer, partitions);
+                    }
                     held.addAll(partitions);
                     emitChange("assigned", topic, partitions, held,
                             "generation", consumer.groupMetadata().generationId());
@@ -147,8 +160,41 @@ public final class GroupMember {
                 }
                 commitPending(consumer, pending, topic);
             }
+            // close() runs the callbacks still queued, but its OffsetFetch would never be answered.
+            closing.set(true);
         }
         Json.emit("event", "closed");
+    }
+
+    /**
+     * Starts each newly assigned partition at its committed offset, as the consumer would do by
+     * itself, to work around KAFKA-17674 in the 3.9 client's consumer protocol (fixed in 4.0): a
+     * partition that the background thread adds while poll() is between its committed-offset
+     * fetch and its reset step is reset with auto.offset.reset (here: earliest) instead of being
+     * started at its committed offset, so it is consumed again from offset 0. A position set here,
+     * before the partition becomes fetchable, wins over that reset (a reset that completes later
+     * is skipped because the partition no longer awaits one). The committed offsets still come
+     * from the broker's OffsetFetch, so a partition handed over before its commit is still seen.
+     * Partitions without a committed offset are left to auto.offset.reset. Not done while closing:
+     * close() runs the queued callbacks after the consumer stopped answering offset fetches.
+     * A failed lookup (say, the broker is restarting) is printed as {@code seek_failed} and leaves
+     * the partition to the client's own logic.
+     */
+    private static void seekToCommitted(KafkaConsumer<String, String> consumer, Collection<TopicPartition> partitions) {
+        if (partitions.isEmpty()) {
+            return;
+        }
+        try {
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                    consumer.committed(Set.copyOf(partitions), SEEK_LOOKUP_TIMEOUT);
+            for (Map.Entry<TopicPartition, OffsetAndMetadata> e : committed.entrySet()) {
+                if (e.getValue() != null) {
+                    consumer.seek(e.getKey(), e.getValue());
+                }
+            }
+        } catch (KafkaException e) {
+            Json.emit("event", "seek_failed", "error", e.toString());
+        }
     }
 
     /** An assigned/revoked/lost line: TOPIC's partitions, every topic's, and what is held after. */
