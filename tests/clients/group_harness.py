@@ -124,11 +124,14 @@ class Member:
         gens = [e.fields.get("generation") for e in self.snapshot() if e.kind == "assigned"]
         return gens[-1] if gens else None
 
+    def is_own_record(self, e: Event) -> bool:
+        """Whether `e` is a processed record of the member's topic."""
+        return e.kind == "record" and (self.topic is None or e.fields.get("topic", self.topic) == self.topic)
+
     def records(self) -> list[tuple[int, int, str]]:
         """(partition, offset, value) of the processed records of the member's topic."""
         return [(e.fields["partition"], e.fields["offset"], e.fields["value"])
-                for e in self.snapshot()
-                if e.kind == "record" and (self.topic is None or e.fields.get("topic", self.topic) == self.topic)]
+                for e in self.snapshot() if self.is_own_record(e)]
 
     def committed(self) -> dict[int, int]:
         out: dict[int, int] = {}
@@ -358,13 +361,13 @@ def partition_history(members: list[Member], partition: int) -> str:
     revoked, lost and committed events that name it, their commit_failed, seek_failed and closed
     events, and each run of records of it one member processed (first and last offset), with
     times relative to the first event."""
-    lines: list[tuple[float, str]] = []
+    lines: list[tuple[float, str, str]] = []  # (time, member, text)
     for m in members:
         run: list[Event] = []
 
         def flush() -> None:
             if run:
-                lines.append((run[0].at, f"{m.name} processed offsets {run[0].fields['offset']}.."
+                lines.append((run[0].at, m.name, f"processed offsets {run[0].fields['offset']}.."
                                          f"{run[-1].fields['offset']} ({len(run)} records over "
                                          f"{run[-1].at - run[0].at:.3f}s)"))
                 run.clear()
@@ -372,28 +375,25 @@ def partition_history(members: list[Member], partition: int) -> str:
         for e in m.snapshot():
             f = e.fields
             if e.kind == "record":
-                if f["partition"] == partition and (m.topic is None or f.get("topic", m.topic) == m.topic):
+                if m.is_own_record(e) and f["partition"] == partition:
                     run.append(e)
                 continue
             if e.kind in ("assigned", "revoked", "lost") and partition in f.get("partitions", []):
                 flush()
-                lines.append((e.at, f"{m.name} {e.kind} {f['partitions']} (generation {f.get('generation')})"))
+                lines.append((e.at, m.name, f"{e.kind} {f['partitions']} (generation {f.get('generation')})"))
             elif e.kind == "committed" and str(partition) in f.get("offsets", {}):
-                lines.append((e.at, f"{m.name} committed {f['offsets'][str(partition)]}"))
+                lines.append((e.at, m.name, f"committed {f['offsets'][str(partition)]}"))
             elif e.kind in ("commit_failed", "seek_failed", "closed"):
                 flush()
-                lines.append((e.at, f"{m.name} {e.kind} {f.get('error', '')}"))
+                lines.append((e.at, m.name, f"{e.kind} {f.get('error', '')}"))
         flush()
     lines.sort()
     start = lines[0][0] if lines else 0.0
     # Commits after every poll are many: keep the first and last of each member's run of them.
-    out: list[str] = []
-    for i, (at, text) in enumerate(lines):
-        same = lambda j: 0 <= j < len(lines) and " committed " in lines[j][1] and \
-            lines[j][1].split()[0] == text.split()[0]
-        if " committed " in text and same(i - 1) and same(i + 1):
-            continue
-        out.append(f"  {at - start:8.3f}s {text}")
+    commits = [text.startswith("committed ") for _, _, text in lines]
+    out = [f"  {at - start:8.3f}s {who} {text}" for i, (at, who, text) in enumerate(lines)
+           if not (commits[i] and 0 < i < len(lines) - 1 and commits[i - 1] and commits[i + 1]
+                   and lines[i - 1][1] == who == lines[i + 1][1])]
     return f"partition {partition}:\n" + "\n".join(out)
 
 
